@@ -1,0 +1,42 @@
+// A fixed pool of worker threads for the CPU backend: parallel_for splits [0, n) into chunks.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace minfer {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // n_threads <= 0: hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // Calls fn(begin, end, thread_index) over disjoint chunks covering [0, n); blocks until done.
+  // grain: the smallest chunk worth handing to a thread.
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t, int)>& fn);
+
+  static ThreadPool& global();  // sized by MINFER_THREADS or the core count
+
+ private:
+  void worker(int index);
+  int n_threads_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
+  int64_t job_n_ = 0, job_chunk_ = 0;
+  std::atomic<int64_t> next_{0};
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace minfer
