@@ -1,0 +1,43 @@
+// The CPU backend: multi-threaded kernels over mmapped weights, f32 activations, f32 KV cache.
+#pragma once
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "exec/backend.h"
+#include "model/model.h"
+
+namespace minfer {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& m, MatmulPath path, ThreadPool& pool = ThreadPool::global());
+  ~CpuBackend() override;
+  std::string name() const override { return "cpu"; }
+  std::string device() const override;
+  MatmulPath matmul_path() const override { return path_; }
+  void reserve_context(int64_t n_ctx) override;
+  void begin(const Graph& g, const std::vector<int32_t>& tokens, int pos0) override;
+  void run(const Graph& g, const Node& n) override;
+  const NodeOutput* output(const Node& n) const override;
+  void read_logits(const Graph& g, std::vector<float>& out) override;
+
+ private:
+  class HostOutput;
+  const float* in(const Graph& g, const Node& n, size_t i) const;
+  const float* f32_weight(const std::string& name);
+  void matmul(const Node& n, const float* x, float* y, const float* bias);
+
+  const Model& m_;
+  MatmulPath path_;
+  ThreadPool& pool_;
+  std::vector<std::vector<float>> buf_;              // per node id
+  std::vector<std::unique_ptr<HostOutput>> outputs_;  // per node id
+  std::vector<int32_t> tokens_, positions_;
+  std::map<std::string, std::vector<float>> small_f32_;  // norms and biases as f32
+  int64_t n_ctx_ = 0;
+  std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer [n_ctx][n_embd_kv]
+};
+
+}  // namespace minfer

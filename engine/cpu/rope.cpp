@@ -1,0 +1,37 @@
+#include <cmath>
+#include <vector>
+
+#include "cpu/ops.h"
+
+namespace minfer::cpu {
+
+void rope_neox(const float* x, const int32_t* pos, float* y, int64_t rows, int64_t n_heads,
+               int64_t head_dim, double base, ThreadPool& pool) {
+  const int64_t half = head_dim / 2;
+  // inv_freq[i] = base^(-2i/d), as HF computes it.
+  std::vector<double> inv_freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i)
+    inv_freq[static_cast<size_t>(i)] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  const int64_t cols = n_heads * head_dim;
+  pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, int) {
+    std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = static_cast<double>(pos[r]) * inv_freq[static_cast<size_t>(i)];
+        cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(a));
+        sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
+      }
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const float* xh = x + r * cols + h * head_dim;
+        float* yh = y + r * cols + h * head_dim;
+        for (int64_t i = 0; i < half; ++i) {
+          const float x0 = xh[i], x1 = xh[i + half];
+          yh[i] = x0 * cs[static_cast<size_t>(i)] - x1 * sn[static_cast<size_t>(i)];
+          yh[i + half] = x0 * sn[static_cast<size_t>(i)] + x1 * cs[static_cast<size_t>(i)];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,34 @@
+// The generation loop: prefill the prompt, then decode one token per step, sampling each.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "exec/executor.h"
+#include "model/model.h"
+#include "sampler/sampler.h"
+
+namespace minfer {
+
+class Tokenizer;
+
+struct GenerateOptions {
+  int n_predict = 32;
+  bool stop_at_eog = true;
+  SamplerOptions sampler;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt, generated;
+  double prefill_s = 0;            // prompt graph incl. first logits
+  std::vector<double> decode_s;    // per decode step
+  double decode_total_s() const;
+  double prefill_tok_s() const;
+  double decode_tok_s() const;
+};
+
+// on_token is called with each generated id as soon as it is chosen.
+GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
+                        const std::vector<int32_t>& prompt, const GenerateOptions& opt,
+                        Observer* obs, const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace minfer

@@ -1,0 +1,16 @@
+// Builds the Qwen2 compute graph for one phase from the model's hyper-parameters (unfused);
+// fuse() then folds bias adds into matmuls and silu*mul into swiglu.
+#pragma once
+#include "graph/graph.h"
+#include "model/model.h"
+
+namespace minfer {
+
+Graph build_qwen2_graph(const Model& m, Phase phase, int n_tokens);
+// Folds AddBias into the preceding MatMul and Silu+Mul into SwiGLU. The folded nodes stay in
+// the graph with fused_into set (visible in --dump-graph and traces), consumers are rewired.
+void fuse(Graph& g);
+// Prefill graph (n_tokens rows) or decode graph (1 row), fused unless MINFER_NO_FUSION=1.
+Graph make_graph(const Model& m, Phase phase, int n_tokens);
+
+}  // namespace minfer

@@ -1,0 +1,52 @@
+#include "model/hparams.h"
+
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+
+namespace minfer {
+
+HParams HParams::from_gguf(const GGUFFile& f) {
+  HParams h;
+  h.architecture = f.get_string("general.architecture");
+  if (h.architecture != "qwen2")
+    fail(f.path(), ": unsupported architecture '", h.architecture, "' (general.architecture); minfer supports qwen2");
+  const std::string a = "qwen2.";
+  h.n_ctx = f.get_int(a + "context_length");
+  h.n_embd = f.get_int(a + "embedding_length");
+  h.n_layer = f.get_int(a + "block_count");
+  h.n_ff = f.get_int(a + "feed_forward_length");
+  h.n_head = f.get_int(a + "attention.head_count");
+  h.n_head_kv = f.find(a + "attention.head_count_kv") ? f.get_int(a + "attention.head_count_kv") : h.n_head;
+  if (f.find(a + "rope.freq_base")) h.rope_base = f.get_float(a + "rope.freq_base");
+  if (f.find(a + "attention.layer_norm_rms_epsilon"))
+    h.rms_eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
+  auto check = [&](int64_t v, const char* key, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) fail(f.path(), ": metadata ", a, key, " = ", v, " is out of range [", lo, ", ", hi, "]");
+  };
+  check(h.n_ctx, "context_length", 1, 1 << 22);
+  check(h.n_embd, "embedding_length", 1, 1 << 16);
+  check(h.n_layer, "block_count", 1, 1024);
+  check(h.n_ff, "feed_forward_length", 1, 1 << 18);
+  check(h.n_head, "attention.head_count", 1, 1024);
+  check(h.n_head_kv, "attention.head_count_kv", 1, h.n_head);
+  if (h.n_embd % h.n_head != 0)
+    fail(f.path(), ": embedding_length ", h.n_embd, " is not a multiple of head_count ", h.n_head);
+  if (h.n_head % h.n_head_kv != 0)
+    fail(f.path(), ": head_count ", h.n_head, " is not a multiple of head_count_kv ", h.n_head_kv);
+  h.head_dim = h.n_embd / h.n_head;
+  if (f.find(a + "attention.key_length")) {
+    int64_t kl = f.get_int(a + "attention.key_length");
+    if (kl != h.head_dim) fail(f.path(), ": attention.key_length ", kl, " != embedding/heads ", h.head_dim, " (unsupported)");
+  }
+  if (h.head_dim % 2 != 0) fail(f.path(), ": head dim ", h.head_dim, " must be even for rope");
+  if (!(h.rope_base > 0)) fail(f.path(), ": rope.freq_base must be positive");
+  if (!(h.rms_eps > 0)) fail(f.path(), ": layer_norm_rms_epsilon must be positive");
+  const GGUFTensorInfo& emb = f.tensor("token_embd.weight");
+  if (emb.ne.size() != 2 || emb.ne[0] != h.n_embd)
+    fail(f.path(), ": tensor 'token_embd.weight' must be {", h.n_embd, ", n_vocab}");
+  h.n_vocab = emb.ne[1];
+  h.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  return h;
+}
+
+}  // namespace minfer

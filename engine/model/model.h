@@ -1,0 +1,39 @@
+// A loaded Qwen2 model: the mapped GGUF, its hyper-parameters and checked views of every weight.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/weight_type.h"
+#include "gguf/gguf_reader.h"
+#include "model/hparams.h"
+
+namespace minfer {
+
+// A weight as stored in the file: row-major [rows][cols] (GGUF ne = {cols, rows}).
+struct WeightView {
+  std::string name;
+  WeightType type = WeightType::F32;
+  int64_t rows = 0, cols = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
+};
+
+struct LayerWeights {
+  WeightView attn_norm, wq, bq, wk, bk, wv, bv, wo, ffn_norm, w_gate, w_up, w_down;
+};
+
+struct Model {
+  std::unique_ptr<GGUFFile> file;
+  HParams hp;
+  WeightView token_embd, output_norm, output;  // output == token_embd when tied
+  std::vector<LayerWeights> layers;
+
+  // Maps the file and checks every tensor's presence, shape and type. Throws Error.
+  static std::unique_ptr<Model> load(const std::string& path);
+  const WeightView& weight(const std::string& name) const;  // by tensor name
+  // "Q8_0" or "mixed(Q5_0,Q8_0)" per tensor class (attn_q, ffn_down, ...).
+  std::vector<std::pair<std::string, std::string>> weight_type_summary() const;
+};
+
+}  // namespace minfer
