@@ -1,0 +1,26 @@
+// Command-line parsing for `minfer`: generation (MODEL PROMPT ...) and `tokenize`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sampler/sampler.h"
+
+namespace minfer {
+
+struct CliOptions {
+  enum class Mode { Generate, Tokenize, Help, Version } mode = Mode::Generate;
+  std::string model, prompt, prompt_file;
+  int n_predict = 32;
+  SamplerOptions sampler;
+  std::string backend = "cpu";
+  std::string dump_graph;
+  int threads = 0;
+  bool stats_only_output = false;      // --quiet: no streamed text
+  std::vector<std::string> trace_args;  // --trace* flags, handed to the recorder
+};
+
+// Throws Error with a usage hint on bad arguments.
+CliOptions parse_cli(int argc, char** argv);
+const char* cli_usage();
+
+}  // namespace minfer

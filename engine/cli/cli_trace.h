@@ -1,0 +1,29 @@
+// Connects the CLI to the recorder: starts a trace when MINFER_TRACE / --trace asks for one.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "cli/cli_args.h"
+#include "exec/backend.h"
+#include "exec/generate.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+
+class TraceSession {
+ public:
+  // nullptr when no trace was requested (then nothing is recorded and nothing costs).
+  static std::unique_ptr<TraceSession> maybe_start(const CliOptions& o, const Model& m,
+                                                   const Backend& b, const Tokenizer& tok,
+                                                   double load_ms);
+  virtual ~TraceSession() = default;
+  virtual Observer* observer() = 0;
+  // Writes the timings, completes the file and renames it into place; returns its path.
+  virtual std::string finish(const GenerateResult& r, double load_ms) = 0;
+};
+
+// JSON of a graph with the fields of --dump-graph (shared with the trace's graphs).
+std::string graph_json_text(const Graph& g);
+
+}  // namespace minfer

@@ -1,0 +1,111 @@
+#include "cli/run_cli.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_args.h"
+#include "cli/cli_trace.h"
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "exec/generate.h"
+#include "graph/build_qwen2.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path, ": cannot open");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+int run_tokenize(const CliOptions& o) {
+  auto file = GGUFFile::open(o.model);
+  auto tok = Tokenizer::from_gguf(*file);
+  const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+  auto ids = tok->encode(text);
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  std::printf("%s]\n", out.c_str());
+  return 0;
+}
+
+std::unique_ptr<Backend> make_backend(const CliOptions& o, const Model& m) {
+  if (o.backend == "cuda")
+    fail("--backend cuda: this build of minfer has no CUDA backend (use --backend cpu)");
+  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
+  return std::make_unique<CpuBackend>(m, matmul_path_from_env());
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) fail(path, ": cannot open for writing");
+    f << text;
+    if (!f.flush()) fail(path, ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, ": cannot rename ", tmp, " into place");
+}
+
+int run_generate(const CliOptions& o) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  auto model = Model::load(o.model);
+  auto tok = Tokenizer::from_gguf(*model->file);
+  auto backend = make_backend(o, *model);
+  const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+
+  const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+  std::vector<int32_t> prompt = tok->encode(text);
+  if (prompt.empty()) fail("the prompt encodes to no tokens");
+  if (static_cast<int64_t>(prompt.size()) > model->hp.n_ctx)
+    fail("the prompt has ", prompt.size(), " tokens, more than the model's context of ",
+         model->hp.n_ctx, " (qwen2.context_length)");
+  if (!o.dump_graph.empty())
+    write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
+
+  auto trace = TraceSession::maybe_start(o, *model, *backend, *tok, load_ms);
+  GenerateOptions g;
+  g.n_predict = o.n_predict;
+  g.sampler = o.sampler;
+  if (!o.stats_only_output) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  auto r = generate(*model, *backend, tok.get(), prompt, g, trace ? trace->observer() : nullptr,
+                    [&](int32_t id) {
+                      if (o.stats_only_output) return;
+                      std::string s = tok->token_bytes(id);
+                      std::fwrite(s.data(), 1, s.size(), stdout);
+                      std::fflush(stdout);
+                    });
+  if (!o.stats_only_output) std::printf("\n");
+  std::fprintf(stderr, "load: %.1f ms | prefill: %zu tokens, %.2f tokens/s | decode: %zu tokens, %.2f tokens/s | %s, %s path\n",
+               load_ms, r.prompt.size(), r.prefill_tok_s(), r.decode_s.size(), r.decode_tok_s(),
+               backend->name().c_str(), matmul_path_name(backend->matmul_path()));
+  if (trace) std::fprintf(stderr, "trace: %s\n", trace->finish(r, load_ms).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CliOptions o = parse_cli(argc, argv);
+  switch (o.mode) {
+    case CliOptions::Mode::Help: std::fputs(cli_usage(), stdout); return 0;
+    case CliOptions::Mode::Version: std::printf("minfer %s (%s)\n", MINFER_VERSION, MINFER_GIT_COMMIT); return 0;
+    case CliOptions::Mode::Tokenize: return run_tokenize(o);
+    case CliOptions::Mode::Generate: return run_generate(o);
+  }
+  return 2;
+}
+
+}  // namespace minfer

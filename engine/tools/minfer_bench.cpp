@@ -1,0 +1,96 @@
+// minfer-bench: prefill (pp) and decode (tg) tokens/s as medians over repetitions.
+//   minfer-bench MODEL [-p 128] [-n 64] [-r 5] [--threads T] [--json]
+// MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "cpu/cpu_backend.h"
+#include "exec/generate.h"
+#include "model/model.h"
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int32_t> bench_tokens(int n, int64_t vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint64_t s = 12345;
+  for (auto& x : t) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(std::min<int64_t>(vocab, 150000)));
+  }
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string model_path;
+    int pp = 128, tg = 64, reps = 5, threads = 0;
+    bool json = false;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> int {
+        if (i + 1 >= argc) minfer::fail(a, " needs a value");
+        return std::stoi(argv[++i]);
+      };
+      if (a == "-p") pp = value();
+      else if (a == "-n") tg = value();
+      else if (a == "-r") reps = value();
+      else if (a == "--threads") threads = value();
+      else if (a == "--json") json = true;
+      else if (!a.empty() && a[0] == '-') minfer::fail("unknown option '", a, "'");
+      else model_path = a;
+    }
+    if (model_path.empty()) minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-r R] [--threads T] [--json]");
+    if (reps < 1 || pp < 1 || tg < 1) minfer::fail("-p, -n and -r must be >= 1");
+    minfer::ThreadPool pool(threads);
+    auto t0 = std::chrono::steady_clock::now();
+    auto model = minfer::Model::load(model_path);
+    double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    minfer::CpuBackend backend(*model, minfer::matmul_path_from_env(), pool);
+
+    std::vector<double> pp_ts, tg_ts;
+    minfer::GenerateOptions prefill_only;
+    prefill_only.n_predict = 0;
+    minfer::GenerateOptions decode;
+    decode.n_predict = tg + 1;  // the first token comes from the prefill
+    decode.stop_at_eog = false;
+    auto prompt = bench_tokens(pp, model->hp.n_vocab);
+    // One warm-up run of each, not counted (page faults of the mapped weights).
+    minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr);
+    minfer::generate(*model, backend, nullptr, {prompt[0]}, decode, nullptr);
+    for (int r = 0; r < reps; ++r) {
+      pp_ts.push_back(minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr).prefill_tok_s());
+      tg_ts.push_back(minfer::generate(*model, backend, nullptr, {prompt[0]}, decode, nullptr).decode_tok_s());
+    }
+    nlohmann::json j = {
+        {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
+        {"matmul_path", minfer::matmul_path_name(backend.matmul_path())},
+        {"threads", pool.size()}, {"load_ms", load_ms}, {"repetitions", reps},
+        {"pp", {{"tokens", pp}, {"median_tok_s", median(pp_ts)}, {"runs_tok_s", pp_ts}}},
+        {"tg", {{"tokens", tg}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
+        {"minfer_version", MINFER_VERSION}, {"commit", MINFER_GIT_COMMIT}};
+    if (json) std::printf("%s\n", j.dump(2).c_str());
+    else
+      std::printf("%s | %s | %s path | pp%d: %.2f tok/s | tg%d: %.2f tok/s (median of %d)\n",
+                  model_path.c_str(), backend.device().c_str(), minfer::matmul_path_name(backend.matmul_path()),
+                  pp, median(pp_ts), tg, median(tg_ts), reps);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "minfer-bench: error: %s\n", e.what());
+    return 1;
+  }
+}
