@@ -41,5 +41,7 @@ TEST(Graph, DecodeGraphIsOneRow) {
   auto m = Model::load(p);
   Graph g = make_graph(*m, Phase::Decode, 1);
   for (const Node& n : g.nodes)
-    if (n.dtype == DType::F32) EXPECT_EQ(n.rows(), 1) << n.name;
+    if (n.dtype == DType::F32) {
+      EXPECT_EQ(n.rows(), 1) << n.name;
+    }
 }

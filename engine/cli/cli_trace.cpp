@@ -1,0 +1,75 @@
+#include "cli/cli_trace.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/sha256.h"
+#include "core/thread_pool.h"
+#include "graph_json.h"
+#include "recorder.h"
+
+namespace minfer {
+namespace {
+
+nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
+  const HParams& h = m.hp;
+  nlohmann::json types = nlohmann::json::object();
+  for (auto& [cls, t] : m.weight_type_summary()) types[cls] = t;
+  std::string name;
+  if (const GGUFValue* v = m.file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
+  return {
+      {"model",
+       {{"file", std::filesystem::path(o.model).filename().string()},
+        {"sha256", sha256_file_hex(o.model)},
+        {"size_bytes", m.file->file_size()},
+        {"architecture", h.architecture},
+        {"name", name},
+        {"hparams",
+         {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
+          {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
+          {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},
+        {"weight_types", types}}},
+      {"backend", b.name()},
+      {"device", b.device()},
+      {"matmul_path", matmul_path_name(b.matmul_path())},
+      {"cuda_graph", false},
+      {"threads", ThreadPool::global().size()},
+      {"prompt", o.prompt},
+      {"sampler",
+       {{"temperature", o.sampler.temperature}, {"top_k", o.sampler.top_k}, {"top_p", o.sampler.top_p},
+        {"repeat_penalty", o.sampler.repeat_penalty}, {"seed", o.sampler.seed}, {"n_predict", o.n_predict}}},
+  };
+}
+
+class RecorderSession final : public TraceSession {
+ public:
+  RecorderSession(trace::RecorderOptions opts, nlohmann::json meta, const Tokenizer& tok)
+      : rec_(std::move(opts), std::move(meta), [&tok](int32_t id) { return tok.token_bytes(id); }) {}
+  Observer* observer() override { return rec_.observer(); }
+  std::string finish(const GenerateResult& r, double load_ms) override {
+    nlohmann::json decode_ms = nlohmann::json::array();
+    for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
+    rec_.finish({{"load_ms", load_ms}, {"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
+                 {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}});
+    return rec_.options().path;
+  }
+
+ private:
+  trace::Recorder rec_;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Model& m,
+                                                        const Backend& b, const Tokenizer& tok,
+                                                        double) {
+  std::vector<std::string> args = o.trace_args;
+  auto opts = trace::RecorderOptions::from_env_and_args(args);
+  if (!args.empty()) fail("unknown option '", args[0], "'");
+  if (!opts.enabled()) return nullptr;
+  return std::make_unique<RecorderSession>(std::move(opts), run_meta(o, m, b), tok);
+}
+
+std::string graph_json_text(const Graph& g) { return trace::graph_to_json(g).dump(1) + "\n"; }
+
+}  // namespace minfer
