@@ -1,0 +1,319 @@
+// AVX2 (+FMA, F16C, optional AVX-VNNI) dot products. Same arithmetic as vec_dot_scalar.cpp:
+// exact integer sums inside each block, then one float multiply-add per block; only the order
+// of the float additions differs. Compiled to an empty table without AVX2.
+#include "quant/quant_impl.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/fp16.h"
+
+namespace minfer::qimpl {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// acc + sum over groups of 4 of u8(u) * s8(s), as int32 lanes.
+inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  // maddubs cannot saturate here: |u| <= 128, |s| <= 127 and pairs give at most 32512.
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+// Sum of s8(x) * s8(y) in int32 lanes, through |x| and y with x's sign.
+inline __m256i dot_s8s8(__m256i x, __m256i y) {
+  return dot_u8s8(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+// 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15) then high (16..31).
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+// 32 bits -> 32 bytes, 0xFF where the bit is set.
+inline __m256i expand_bits(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i byte_of = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                            0x0101010101010101, 0x0000000000000000);
+  const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), byte_of);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
+}
+
+inline __m256 scale8(uint16_t a, uint16_t b) { return _mm256_set1_ps(fp16_to_f32(a) * fp16_to_f32(b)); }
+
+float dot_q4_0(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ4_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  const int64_t nb = n / QK;
+  const __m256i eight = _mm256_set1_epi8(8);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < nb; i += 2) {  // two independent chains hide the FMA latency
+    const __m256i q0 = _mm256_sub_epi8(unpack_nibbles(x[i].qs), eight);
+    const __m256i q1 = _mm256_sub_epi8(unpack_nibbles(x[i + 1].qs), eight);
+    const __m256i p0 = dot_s8s8(q0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    const __m256i p1 = dot_s8s8(q1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs)));
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p0), acc0);
+    acc1 = _mm256_fmadd_ps(scale8(x[i + 1].d, y[i + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+  }
+  for (; i < nb; ++i) {
+    const __m256i q = _mm256_sub_epi8(unpack_nibbles(x[i].qs), eight);
+    const __m256i p = dot_s8s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_q8_0(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ8_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  const int64_t nb = n / QK;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < nb; i += 2) {
+    const __m256i p0 = dot_s8s8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    const __m256i p1 = dot_s8s8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i + 1].qs)),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs)));
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p0), acc0);
+    acc1 = _mm256_fmadd_ps(scale8(x[i + 1].d, y[i + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+  }
+  for (; i < nb; ++i) {
+    const __m256i p = dot_s8s8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)),
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_q5_0(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ5_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK; ++i) {
+    // q - 16 as int8: the nibble when the fifth bit is set, else nibble - 16 = nibble | 0xF0.
+    const __m256i hi = _mm256_andnot_si256(expand_bits(x[i].qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+    const __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
+    const __m256i p = dot_s8s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    acc = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc);
+  }
+  return hsum(acc);
+}
+
+float dot_q4_1(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0;
+  for (int64_t i = 0; i < n / QK; ++i) {
+    const __m256i p = dot_u8s8(_mm256_setzero_si256(), unpack_nibbles(x[i].qs),
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    acc = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc);
+    offsets += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+  }
+  return hsum(acc) + offsets;
+}
+
+float dot_q5_1(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ5_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0;
+  for (int64_t i = 0; i < n / QK; ++i) {
+    const __m256i hi = _mm256_and_si256(expand_bits(x[i].qh), _mm256_set1_epi8(0x10));
+    const __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
+    const __m256i p = dot_u8s8(_mm256_setzero_si256(), q,
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
+    acc = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc);
+    offsets += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+  }
+  return hsum(acc) + offsets;
+}
+
+// Q4_K / Q5_K: per 64-element group, maddubs gives int16 pair sums of one sub-block, madd
+// multiplies them by that sub-block's six-bit scale into int32.
+template <bool kFifthBit, class Block>
+float dot_affine_k(int64_t n, const Block* x, const BlockQ8_K* y) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc = _mm256_setzero_ps();
+  float mins_total = 0;
+  for (int64_t i = 0; i < n / QK_K; ++i) {
+    uint8_t sc[8], m[8];
+    int32_t dot_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      get_scale_min_k4(j, x[i].scales, &sc[j], &m[j]);
+      dot_min += m[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    }
+    __m256i hbits = _mm256_setzero_si256();
+    if constexpr (kFifthBit) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 4; ++g) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * g));
+      __m256i lo = _mm256_and_si256(q, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kFifthBit) {
+        const __m256i one = _mm256_set1_epi8(1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 1), one), 4));
+        hbits = _mm256_srli_epi16(hbits, 2);
+      }
+      const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * g));
+      const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * g + 32));
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_set1_epi16(sc[2 * g]));
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), _mm256_set1_epi16(sc[2 * g + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    mins_total += y[i].d * fp16_to_f32(x[i].dmin) * static_cast<float>(dot_min);
+  }
+  return hsum(acc) - mins_total;
+}
+float dot_q4_k(int64_t n, const void* w, const void* act) {
+  return dot_affine_k<false>(n, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(act));
+}
+float dot_q5_k(int64_t n, const void* w, const void* act) {
+  return dot_affine_k<true>(n, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(act));
+}
+
+// Q6_K: codes taken unsigned (0..63) for maddubs; the -32 offset comes back through bsums.
+float dot_q6_k(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(act);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0;
+  for (int64_t i = 0; i < n / QK_K; ++i) {
+    int32_t off = 0;
+    for (int j = 0; j < 16; ++j) off += x[i].scales[j] * y[i].bsums[j];
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[i].ql + 64 * half;
+      const int8_t* a = y[i].qs + 128 * half;
+      const int8_t* sc = x[i].scales + 8 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * half));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(l1, low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), low2), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), low2), 4)),
+      };
+      for (int k = 0; k < 4; ++k) {  // 32 elements = sub-blocks 2k and 2k+1 of this half
+        const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * k)));
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+      }
+    }
+    const float d = fp16_to_f32(x[i].d) * y[i].d;
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    offsets += d * 32.0f * static_cast<float>(off);
+  }
+  return hsum(acc) - offsets;
+}
+
+float dot_f32(int64_t n, const void* w, const void* act) {
+  const float* x = static_cast<const float*>(w);
+  const float* a = static_cast<const float*>(act);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(a + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(a + i + 8), s1);
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += x[i] * a[i];
+  return hsum(_mm256_add_ps(s0, s1)) + tail;
+}
+float dot_f16(int64_t n, const void* w, const void* act) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const float* a = static_cast<const float*>(act);
+  __m256 s = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    s = _mm256_fmadd_ps(v, _mm256_loadu_ps(a + i), s);
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += fp16_to_f32(x[i]) * a[i];
+  return hsum(s) + tail;
+}
+float dot_bf16(int64_t n, const void* w, const void* act) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const float* a = static_cast<const float*>(act);
+  __m256 s = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    s = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(a + i), s);
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += bf16_to_f32(x[i]) * a[i];
+  return hsum(s) + tail;
+}
+
+}  // namespace
+
+const SimdDots& simd_dots() {
+  static const SimdDots t = [] {
+    SimdDots s;
+    s.f32 = dot_f32;
+    s.f16 = dot_f16;
+    s.bf16 = dot_bf16;
+    s.q4_0 = dot_q4_0;
+    s.q4_1 = dot_q4_1;
+    s.q5_0 = dot_q5_0;
+    s.q5_1 = dot_q5_1;
+    s.q8_0 = dot_q8_0;
+    s.q4_k = dot_q4_k;
+    s.q5_k = dot_q5_k;
+    s.q6_k = dot_q6_k;
+    return s;
+  }();
+  return t;
+}
+
+}  // namespace minfer::qimpl
+
+namespace minfer {
+const char* simd_dot_isa() {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return "avx2+avx512vnni";
+#elif defined(__AVXVNNI__)
+  return "avx2+avxvnni";
+#else
+  return "avx2";
+#endif
+}
+}  // namespace minfer
+
+#else  // no AVX2: every type takes the scalar path
+
+namespace minfer::qimpl {
+const SimdDots& simd_dots() {
+  static const SimdDots none;
+  return none;
+}
+}  // namespace minfer::qimpl
+namespace minfer {
+const char* simd_dot_isa() { return "none"; }
+}  // namespace minfer
+
+#endif

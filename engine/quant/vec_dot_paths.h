@@ -1,0 +1,22 @@
+// Explicit choice of the dot-product implementation, for tests and benchmarks that compare the
+// portable integer path with the SIMD one. Normal callers use vec_dot() from quant.h.
+#pragma once
+#include <cstdint>
+
+#include "core/weight_type.h"
+
+namespace minfer {
+
+enum class DotPath { Scalar, Simd };
+
+// The SIMD path exists for this weight type in this build (compiled with AVX2 etc.).
+bool has_simd_vec_dot(WeightType weight);
+// Like vec_dot, forced onto one path; Simd without one for the type is an Error.
+float vec_dot_path(DotPath path, WeightType weight, int64_t n, const void* w_row, const void* act_row);
+// The function vec_dot calls for this weight type, for inner loops that hoist the dispatch.
+using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
+VecDotFn vec_dot_fn(WeightType weight);
+// The instruction set the SIMD dots were compiled for ("avx2+vnni", "avx2", "none").
+const char* simd_dot_isa();
+
+}  // namespace minfer
