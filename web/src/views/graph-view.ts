@@ -1,0 +1,239 @@
+// The graph view: an SVG drawn once per graph structure (rows = layers, collapsible), then
+// restyled in place when the step, metric, filters or selection change — no re-layout.
+import { select, type Selection } from 'd3-selection';
+import { zoom, zoomIdentity, type ZoomBehavior } from 'd3-zoom';
+import { nodePath, shortName } from '../model/graph-index';
+import { COLLAPSED_H, LABEL_W, NODE_H, NODE_W, layoutGraph, type GraphLayout } from '../model/layout';
+import type { TraceGraph } from '../model/types';
+import { el } from '../ui/dom';
+import { MISSING_FILL, textColor } from './node-colors';
+
+export interface NodeStyle { fill: string | null; text: string; noOutput: boolean }
+export interface Filters { attention: boolean; ffn: boolean; kv: boolean }
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const ROW_GAP = 6, SPINE_X = LABEL_W - 18;
+
+export class GraphView {
+  readonly root: HTMLElement;
+  readonly legendHost: HTMLElement;
+  private canvas: HTMLElement;
+  private svg: Selection<SVGSVGElement, unknown, null, undefined>;
+  private viewport: Selection<SVGGElement, unknown, null, undefined>;
+  private zoomer: ZoomBehavior<SVGSVGElement, unknown>;
+  private layout: GraphLayout | null = null;
+  private graph: TraceGraph | null = null;
+  private rowEls: SVGGElement[] = [];
+  private collapsed = new Set<string>();
+  private boxes = new Map<number, SVGRectElement>();
+  private vals = new Map<number, SVGTextElement>();
+  private names = new Map<number, SVGTextElement>();
+  private groups = new Map<number, SVGGElement>();
+  private minis = new Map<number, SVGRectElement>();
+  private titles = new Map<number, SVGTitleElement>();
+  private edgeEls: { from: number; to: number; el: SVGPathElement }[] = [];
+  private selected: number | null = null;
+  private marked = new Set<number>();
+  private filters: Filters = { attention: true, ffn: true, kv: true };
+  private query = '';
+  private totalHeight = 0;
+
+  constructor(private onSelect: (id: number) => void) {
+    this.legendHost = el('div', { class: 'graph-legend-host' });
+    this.svg = select(document.createElementNS(SVG_NS, 'svg') as SVGSVGElement).attr('class', 'graph-svg');
+    this.canvas = el('div', { class: 'graph-canvas' }, this.svg.node()!);
+    this.root = el('div', { class: 'graph-view' }, this.legendHost, this.canvas);
+    const defs = this.svg.append('defs');
+    const hatch = defs.append('pattern').attr('id', 'hatch').attr('width', 6).attr('height', 6).attr('patternUnits', 'userSpaceOnUse')
+      .attr('patternTransform', 'rotate(45)');
+    hatch.append('rect').attr('width', 6).attr('height', 6).attr('fill', '#f3f3f3');
+    hatch.append('line').attr('x1', 0).attr('y1', 0).attr('x2', 0).attr('y2', 6).attr('stroke', '#c9c9c9').attr('stroke-width', 2);
+    defs.append('marker').attr('id', 'arrow').attr('viewBox', '0 0 8 8').attr('refX', 7).attr('refY', 4).attr('markerWidth', 6)
+      .attr('markerHeight', 6).attr('orient', 'auto').append('path').attr('d', 'M0,0 L8,4 L0,8 z').attr('fill', '#9aa4b1');
+    this.viewport = this.svg.append('g').attr('class', 'viewport');
+    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.04, 4]).on('zoom', (e) => this.viewport.attr('transform', e.transform.toString()));
+    this.svg.call(this.zoomer).on('dblclick.zoom', null);
+  }
+
+  // Draws the graph unless one of the same structure is already drawn (prefill and decode
+  // graphs share it; only shapes differ, which only the tooltips show).
+  setGraph(g: TraceGraph): boolean {
+    this.graph = g;
+    const layout = layoutGraph(g);
+    if (this.layout && this.layout.signature === layout.signature) {
+      for (const [id, t] of this.titles) t.textContent = tooltip(g, id);
+      return false;
+    }
+    this.layout = layout;
+    this.render(g, layout);
+    return true;
+  }
+
+  private render(g: TraceGraph, layout: GraphLayout): void {
+    this.viewport.selectAll('*').remove();
+    this.boxes.clear(); this.vals.clear(); this.names.clear(); this.groups.clear(); this.minis.clear(); this.titles.clear();
+    this.edgeEls = []; this.rowEls = [];
+    const spine = this.viewport.append('path').attr('class', 'spine');
+    layout.rows.forEach((row, ri) => {
+      const rg = this.viewport.append('g').attr('class', 'row').attr('data-row', row.key);
+      this.rowEls.push(rg.node()!);
+      rg.append('rect').attr('class', `row-bg${ri % 2 ? ' odd' : ''}`).attr('x', 0).attr('y', 0).attr('width', layout.width).attr('height', row.height);
+      const label = rg.append('g').attr('class', 'row-label').on('click', () => this.toggleRow(row.key));
+      label.append('text').attr('class', 'row-toggle').attr('x', 8).attr('y', 18).text('▾');
+      label.append('text').attr('class', 'row-name').attr('x', 22).attr('y', 18).text(row.label);
+      label.append('title').text('click to collapse / expand this layer');
+      const full = rg.append('g').attr('class', 'row-full');
+      const mini = rg.append('g').attr('class', 'row-mini').style('display', 'none');
+      for (const e of layout.edges.filter((x) => x.row === ri)) {
+        const p = full.append('path').attr('class', `edge${e.skip ? ' skip' : ''}`).attr('d', e.path).attr('marker-end', 'url(#arrow)');
+        this.edgeEls.push({ from: e.from, to: e.to, el: p.node()! });
+      }
+      for (const id of row.nodes) {
+        if (!layout.spineIn.includes(id)) continue;
+        const p = layout.pos.get(id)!;
+        const y2 = p.y + NODE_H / 2;
+        full.append('path').attr('class', 'edge spine-in').attr('marker-end', 'url(#arrow)')
+          .attr('d', p.rank === 0 ? `M${SPINE_X},${y2} H${p.x}` : `M${SPINE_X},10 H${p.x - 40} C${p.x - 10},10 ${p.x - 30},${y2} ${p.x},${y2}`);
+      }
+      row.nodes.forEach((id, i) => {
+        const p = layout.pos.get(id)!;
+        const n = g.nodes[id];
+        const ng = full.append('g').attr('class', `node path-${nodePath(n)}`).attr('data-id', id).attr('data-name', n.name)
+          .attr('transform', `translate(${p.x},${p.y})`).on('click', () => this.onSelect(id));
+        this.groups.set(id, ng.node()!);
+        this.titles.set(id, ng.append('title').text(tooltip(g, id)).node() as unknown as SVGTitleElement);
+        this.boxes.set(id, ng.append('rect').attr('class', 'node-box').attr('width', NODE_W).attr('height', NODE_H).attr('rx', 5).node()!);
+        this.names.set(id, ng.append('text').attr('class', 'node-name').attr('x', 6).attr('y', 14).text(clip(shortName(n), 19)).node()!);
+        this.vals.set(id, ng.append('text').attr('class', 'node-val').attr('x', 6).attr('y', 27).node()!);
+        if (layout.spineOut.includes(id)) ng.append('circle').attr('class', 'port-out').attr('cx', NODE_W).attr('cy', NODE_H / 2).attr('r', 3);
+        const m = mini.append('rect').attr('class', 'mini').attr('x', LABEL_W + i * 13).attr('y', 8).attr('width', 11).attr('height', 14)
+          .on('click', () => { this.toggleRow(row.key); this.onSelect(id); });
+        m.append('title').text(n.name);
+        this.minis.set(id, m.node()!);
+      });
+    });
+    spine.attr('d', '');
+    this.restack();
+    this.applyClasses();
+  }
+
+  private restack(): void {
+    if (!this.layout) return;
+    let y = 0;
+    this.layout.rows.forEach((row, ri) => {
+      const c = this.collapsed.has(row.key);
+      const h = c ? COLLAPSED_H : row.height;
+      const g = select(this.rowEls[ri]).attr('transform', `translate(0,${y})`).classed('collapsed', c);
+      g.select('.row-bg').attr('height', h);
+      (g.select('.row-full').node() as SVGGElement).style.display = c ? 'none' : '';
+      (g.select('.row-mini').node() as SVGGElement).style.display = c ? '' : 'none';
+      g.select('.row-toggle').text(c ? '▸' : '▾');
+      y += h + ROW_GAP;
+    });
+    this.totalHeight = y;
+    this.viewport.select('.spine').attr('d', `M${SPINE_X},4 V${Math.max(4, y - ROW_GAP - 4)}`);
+  }
+
+  toggleRow(key: string, collapse?: boolean): void {
+    const c = collapse ?? !this.collapsed.has(key);
+    if (c) this.collapsed.add(key); else this.collapsed.delete(key);
+    this.restack();
+  }
+
+  setAllCollapsed(c: boolean): void {
+    if (!this.layout) return;
+    for (const r of this.layout.rows) if (r.layer >= 0) { if (c) this.collapsed.add(r.key); else this.collapsed.delete(r.key); }
+    this.restack();
+  }
+
+  isCollapsed(id: number): boolean {
+    const p = this.layout?.pos.get(id);
+    return !!p && this.collapsed.has(this.layout!.rows[p.row].key);
+  }
+
+  // Per-step restyle: fill, value text and text colour of every node; O(nodes), no layout.
+  restyle(styles: Map<number, NodeStyle>): void {
+    for (const [id, box] of this.boxes) {
+      const s = styles.get(id);
+      const fill = s?.fill ?? (s?.noOutput ? 'url(#hatch)' : MISSING_FILL);
+      box.setAttribute('fill', fill);
+      this.minis.get(id)!.setAttribute('fill', s?.fill ?? MISSING_FILL);
+      const tc = s?.fill ? textColor(s.fill) : '#555';
+      this.names.get(id)!.setAttribute('fill', tc);
+      const v = this.vals.get(id)!;
+      v.setAttribute('fill', tc);
+      v.textContent = s?.text ?? '';
+    }
+  }
+
+  select(id: number | null): void {
+    this.selected = id;
+    if (id !== null && this.isCollapsed(id)) this.toggleRow(this.layout!.rows[this.layout!.pos.get(id)!.row].key, false);
+    this.applyClasses();
+  }
+
+  // Marks nodes (e.g. the first divergent one) with a highlight ring.
+  mark(ids: number[]): void {
+    this.marked = new Set(ids);
+    this.applyClasses();
+  }
+
+  setFilters(f: Filters): void {
+    this.filters = f;
+    this.applyClasses();
+  }
+
+  // Returns the ids whose name contains the query (case-insensitive), in execution order.
+  search(q: string): number[] {
+    this.query = q.trim().toLowerCase();
+    this.applyClasses();
+    return this.query ? [...this.groups.keys()].filter((id) => this.graph!.nodes[id].name.toLowerCase().includes(this.query)) : [];
+  }
+
+  private applyClasses(): void {
+    if (!this.graph) return;
+    for (const [id, g] of this.groups) {
+      const n = this.graph.nodes[id];
+      const path = nodePath(n);
+      const filtered = (path === 'attention' && !this.filters.attention) || (path === 'ffn' && !this.filters.ffn) || (path === 'kv' && !this.filters.kv);
+      const match = !!this.query && n.name.toLowerCase().includes(this.query);
+      g.classList.toggle('dim', filtered || (!!this.query && !match));
+      g.classList.toggle('match', match);
+      g.classList.toggle('selected', id === this.selected);
+      g.classList.toggle('marked', this.marked.has(id));
+      this.minis.get(id)!.classList.toggle('selected', id === this.selected);
+      this.minis.get(id)!.classList.toggle('marked', this.marked.has(id));
+    }
+    for (const e of this.edgeEls) e.el.classList.toggle('hl', e.from === this.selected || e.to === this.selected);
+  }
+
+  fit(widthOnly = false): void {
+    if (!this.layout) return;
+    const w = this.canvas.clientWidth || 800, h = this.canvas.clientHeight || 600;
+    const k = widthOnly ? Math.min(1.2, w / (this.layout.width + 20)) : Math.min(1.2, w / (this.layout.width + 20), h / (this.totalHeight + 20));
+    this.svg.call(this.zoomer.transform, zoomIdentity.translate(10, 10).scale(k));
+  }
+
+  centerOn(id: number): void {
+    const p = this.layout?.pos.get(id);
+    if (!p || !this.layout) return;
+    const rowY = Number((this.rowEls[p.row].getAttribute('transform') ?? '').match(/,([-\d.]+)\)/)?.[1] ?? 0);
+    const w = this.canvas.clientWidth || 800, h = this.canvas.clientHeight || 600;
+    const k = Math.max(0.6, Math.min(1.2, w / (this.layout.width + 20)));
+    this.svg.call(this.zoomer.transform, zoomIdentity.translate(w / 2 - (p.x + NODE_W / 2) * k, h / 2 - (rowY + p.y + NODE_H / 2) * k).scale(k));
+  }
+
+  get nodeCount(): number {
+    return this.groups.size;
+  }
+}
+
+function tooltip(g: TraceGraph, id: number): string {
+  const n = g.nodes[id];
+  return `${n.name}\nop ${n.op}, shape [${n.shape.join(' × ')}] ${n.dtype}` + (n.weight ? `\nweight ${n.weight} (${n.weightType ?? '?'})` : '') +
+    (n.fusedFrom.length ? `\nfused from ${n.fusedFrom.join(', ')}` : '');
+}
+
+function clip(s: string, n: number): string {
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+}

@@ -1,0 +1,54 @@
+// Colour of a node for the chosen metric, and the legend that explains it.
+import { scaleSequential, scaleSequentialLog } from 'd3-scale';
+import { interpolateRdYlGn, interpolateViridis, interpolateYlOrRd } from 'd3-scale-chromatic';
+import type { MetricInfo } from '../model/metrics';
+import { el } from '../ui/dom';
+import { fmtNum } from '../ui/format';
+
+export const MISSING_FILL = '#eceff3';
+
+export interface NodeColorScale { fill: (v: number) => string; legend: () => HTMLElement }
+
+export function nodeColorScale(m: MetricInfo, domain: [number, number], threshold: number | null): NodeColorScale {
+  if (m.kind === 'count') {
+    const fill = (v: number) => (v > 0 ? '#d62728' : '#cfe8cf');
+    return { fill, legend: () => legendBox(m, [swatch('#cfe8cf', 'none'), swatch('#d62728', '≥ 1 NaN/Inf value'), missing()]) };
+  }
+  if (m.kind === 'db') {
+    const s = scaleSequential(interpolateRdYlGn).domain(domain).clamp(true);
+    const fill = (v: number) => s(Number.isFinite(v) ? v : domain[1]);
+    return { fill, legend: () => legendBox(m, [gradient((t) => s(domain[0] + t * (domain[1] - domain[0])), [`${domain[0]} dB`, `${domain[1]}+ dB`]),
+      threshold !== null ? el('div', { class: 'legend-note', text: `divergence threshold: SQNR < ${threshold} dB; higher is closer (∞ = identical)` }) : null, missing()]) };
+  }
+  const interp = m.id === 'time' ? interpolateYlOrRd : interpolateViridis;
+  const s = scaleSequentialLog(interp).domain(domain).clamp(true);
+  const fill = (v: number) => s(Math.max(v, domain[0]));
+  return { fill, legend: () => legendBox(m, [gradient((t) => interp(t), [fmtNum(domain[0], 3), fmtNum(domain[1], 3)]),
+    el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing()]) };
+}
+
+export function textColor(fill: string): string {
+  let r = 200, g = 200, b = 200;
+  const m = /rgb\((\d+),\s*(\d+),\s*(\d+)/.exec(fill);
+  if (m) [r, g, b] = [+m[1], +m[2], +m[3]];
+  else if (/^#[0-9a-f]{6}$/i.test(fill)) [r, g, b] = [1, 3, 5].map((i) => parseInt(fill.slice(i, i + 2), 16));
+  return 0.299 * r + 0.587 * g + 0.114 * b < 140 ? '#fff' : '#111';
+}
+
+function legendBox(m: MetricInfo, parts: (HTMLElement | null)[]): HTMLElement {
+  return el('div', { class: 'graph-legend' }, el('div', { class: 'legend-title', text: `Node colour: ${m.label} (${m.unit})` }), ...parts);
+}
+
+function gradient(color: (t: number) => string, ends: [string, string]): HTMLElement {
+  const stops = Array.from({ length: 11 }, (_, i) => `${color(i / 10)} ${i * 10}%`).join(', ');
+  return el('div', { class: 'legend-gradient' }, el('div', { class: 'legend-ramp', style: `background: linear-gradient(to right, ${stops})` }),
+    el('div', { class: 'legend-ends' }, el('span', { text: ends[0] }), el('span', { text: ends[1] })));
+}
+
+function swatch(color: string, label: string): HTMLElement {
+  return el('div', { class: 'legend-swatch' }, el('span', { class: 'sw', style: `background:${color}` }), label);
+}
+
+function missing(): HTMLElement {
+  return el('div', { class: 'legend-swatch' }, el('span', { class: 'sw missing' }), 'not recorded / no output (kv_store)');
+}
