@@ -1,0 +1,31 @@
+// A validator for the subset of JSON Schema (draft 2020-12) the trace schema uses: type,
+// required, properties, additionalProperties, items, minItems, maxItems, enum, const, minimum,
+// maximum, oneOf, anyOf and "$ref" to "#/$defs/NAME". Annotations ($schema, $id, title,
+// description) are ignored; any other keyword is refused when the schema is loaded, so the
+// schema cannot silently use something this validator does not check.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace minfer::trace {
+
+class SchemaValidator {
+ public:
+  // The root schema; its "$defs" resolve "$ref"s. Throws Error on unsupported keywords.
+  explicit SchemaValidator(nlohmann::json schema);
+  // Problems as "<JSON pointer>: <what>", at most max_errors of them; empty when valid.
+  std::vector<std::string> validate(const nlohmann::json& doc, size_t max_errors = 20) const;
+
+ private:
+  struct Path;
+  void check(const nlohmann::json& s, const nlohmann::json& v, const Path* at,
+             std::vector<std::string>& errs, size_t max_errors) const;
+  const nlohmann::json& resolve(const std::string& ref) const;
+  void check_keywords(const nlohmann::json& s, const std::string& where) const;
+  nlohmann::json root_;
+};
+
+}  // namespace minfer::trace

@@ -1,0 +1,235 @@
+// minfer-trace: validate, summarize, compare and export recorded traces.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "json_out.h"
+#include "json_schema.h"
+#include "perfetto_export.h"
+#include "trace_check.h"
+#include "trace_diff.h"
+#include "trace_load.h"
+#include "trace_summary.h"
+
+using nlohmann::json;
+namespace tr = minfer::trace;
+
+namespace {
+
+const char* kUsage =
+    "usage: minfer-trace COMMAND ...\n"
+    "  validate FILE [--schema SCHEMA.json]   schema + consistency checks (exit 1 when invalid)\n"
+    "  summary FILE                           model, steps, tokens, largest |x|, NaN/Inf, time per op\n"
+    "  diff A B [--json] [--threshold X] [--metric sqnr_db|cosine|max_abs_diff|rel_err] [-o OUT]\n"
+    "                                         compare two runs of the same model and prompt\n"
+    "  export-perfetto FILE [-o OUT]          Chrome trace-event JSON (ui.perfetto.dev)\n"
+    "FILE may be .json or .json.gz; unfinished (.partial) traces are accepted.\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string base_name(const std::string& p) {
+  const size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// Writes beside and renames, so a failed export never leaves half a file over a good one.
+void write_text(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) minfer::fail(tmp, ": cannot create");
+    f << text;
+    if (!f.flush()) minfer::fail(tmp, ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) minfer::fail(path, ": cannot move into place");
+}
+
+json load_v2(const std::string& path) {
+  tr::LoadInfo li;
+  json t = tr::load_trace(path, &li);
+  if (t["version"] != 2)
+    minfer::fail(path, ": trace version ", t["version"].dump(), " is not supported here (version 2 only)");
+  if (li.salvaged) std::cerr << path << ": warning: cut mid-step; read up to its last whole step\n";
+  return t;
+}
+
+int cmd_validate(std::vector<std::string> args) {
+  std::string file, schema_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--schema" && i + 1 < args.size()) schema_path = args[++i];
+    else if (file.empty()) file = args[i];
+    else throw UsageError("validate: unexpected argument '" + args[i] + "'");
+  }
+  if (file.empty()) throw UsageError("validate: missing FILE");
+  tr::LoadInfo li;
+  const json t = tr::load_trace(file, &li);
+  if (t["version"] != 2) minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (version 2 only)");
+  std::vector<std::string> errs;
+  if (schema_path.empty()) {
+    errs = tr::validate_trace(t);
+  } else {
+    tr::SchemaValidator v(tr::load_json_file(schema_path));
+    errs = v.validate(t, 50);
+    if (errs.empty()) errs = tr::check_consistency(t);
+  }
+  if (!errs.empty()) {
+    std::cerr << file << ": INVALID (" << errs.size() << (errs.size() >= 50 ? "+" : "") << " problems)\n";
+    for (const auto& e : errs) std::cerr << "  " << e << "\n";
+    return 1;
+  }
+  std::cout << file << ": valid minfer-trace v2, " << t["steps"].size() << " steps, "
+            << t["graphs"].size() << " graphs, " << (t["complete"] == true ? "complete" : "UNFINISHED (complete: false)")
+            << (li.salvaged ? ", salvaged from a cut file" : "") << (li.gzip ? ", gzip" : "") << "\n";
+  return 0;
+}
+
+int cmd_summary(std::vector<std::string> args) {
+  if (args.size() != 1) throw UsageError("summary: expected exactly one FILE");
+  std::cout << tr::summarize_trace(load_v2(args[0]));
+  return 0;
+}
+
+std::string f3(const json& v, const char* fmt = "%.3g") {
+  if (!v.is_number()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v.get<double>());
+  return buf;
+}
+
+void print_diff(const json& d) {
+  const json &a = d["a"], &b = d["b"];
+  std::cout << "A: " << a["file"].get<std::string>() << "  (" << a["backend"].get<std::string>() << ", "
+            << a["matmul_path"].get<std::string>() << ", " << a["steps"] << " steps)\n"
+            << "B: " << b["file"].get<std::string>() << "  (" << b["backend"].get<std::string>() << ", "
+            << b["matmul_path"].get<std::string>() << ", " << b["steps"] << " steps)\n";
+  for (const auto& w : d["warnings"]) std::cout << "warning: " << w.get<std::string>() << "\n";
+  const json& fd = d["first_divergent"];
+  const std::string metric = d["threshold"]["metric"];
+  std::cout << "\nfirst divergent node (" << metric << (metric == "sqnr_db" || metric == "cosine" ? " < " : " > ")
+            << d["threshold"]["value"].get<double>() << "): ";
+  if (fd.is_null()) std::cout << "none\n";
+  else
+    std::cout << "step " << fd["step"] << ", node " << fd["node"] << " " << fd["name"].get<std::string>() << " ("
+              << fd["op"].get<std::string>() << "), " << metric << " = " << f3(fd["value"]) << "\n";
+  std::cout << "token agreement: " << f3(d["token_agreement"], "%.3f") << " over " << d["steps_compared"]
+            << " steps\n\nstep  token A          token B          agree  KL(top-k)  min SQNR dB  node\n";
+  for (const auto& s : d["steps"]) {
+    double worst = INFINITY;
+    std::string worst_name = "-";
+    for (const auto& n : s["nodes"])
+      if (n["sqnr_db"].is_number() && n["sqnr_db"].get<double>() < worst)
+        worst = n["sqnr_db"].get<double>(), worst_name = n["name"].get<std::string>();
+    auto tok = [](const json& id, const json& text) {
+      std::string t = id.is_null() ? "-" : id.dump() + " " + json(text).dump();
+      t.resize(16, ' ');
+      return t;
+    };
+    char line[256];
+    std::snprintf(line, sizeof line, "%4d  %s %s %-5s  %9s  %11s  %s\n", s["index"].get<int>(),
+                  tok(s["token_a"], s["text_a"]).c_str(), tok(s["token_b"], s["text_b"]).c_str(),
+                  s["agree"].get<bool>() ? "yes" : "NO", f3(s["kl_topk"]).c_str(),
+                  std::isfinite(worst) ? f3(json(worst), "%.1f").c_str() : "-", worst_name.c_str());
+    std::cout << line;
+  }
+  std::cout << "\ntime per op type     A (ms)      B (ms)   B/A\n";
+  for (const auto& o : d["op_times"]) {
+    const double ua = o["us_a"].is_number() ? o["us_a"].get<double>() : 0, ub = o["us_b"].is_number() ? o["us_b"].get<double>() : 0;
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-14s %10.3f  %10.3f  %5.2f\n", o["op"].get<std::string>().c_str(), ua / 1e3,
+                  ub / 1e3, ua > 0 ? ub / ua : 0.0);
+    std::cout << line;
+  }
+}
+
+int cmd_diff(std::vector<std::string> args) {
+  std::vector<std::string> files;
+  bool as_json = false;
+  std::string out;
+  tr::DiffOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw UsageError("diff: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--json") as_json = true;
+    else if (a == "--threshold") {
+      const std::string v = value();
+      char* end = nullptr;
+      o.threshold = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(o.threshold)) throw UsageError("diff: --threshold '" + v + "' is not a number");
+    } else if (a == "--metric") o.metric = value();
+    else if (a == "-o") out = value();
+    else if (!a.empty() && a[0] == '-') throw UsageError("diff: unknown option '" + a + "'");
+    else files.push_back(a);
+  }
+  if (files.size() != 2) throw UsageError("diff: expected two trace files A B");
+  o.label_a = base_name(files[0]);
+  o.label_b = base_name(files[1]);
+  const json d = tr::diff(load_v2(files[0]), load_v2(files[1]), o);
+  if (as_json || !out.empty()) write_text(out.empty() ? "-" : out, d.dump(1) + "\n");
+  if (!as_json) print_diff(d);
+  return 0;
+}
+
+int cmd_export(std::vector<std::string> args) {
+  std::string file, out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o") {
+      if (i + 1 >= args.size()) throw UsageError("export-perfetto: -o needs a value");
+      out = args[++i];
+    } else if (file.empty()) file = args[i];
+    else throw UsageError("export-perfetto: unexpected argument '" + args[i] + "'");
+  }
+  if (file.empty()) throw UsageError("export-perfetto: missing FILE");
+  if (out.empty()) {
+    out = file;
+    for (const char* ext : {".partial", ".gz", ".json"})
+      if (out.size() > std::strlen(ext) && out.compare(out.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+        out.resize(out.size() - std::strlen(ext));
+    out += ".perfetto.json";
+  }
+  const json p = tr::to_perfetto(load_v2(file));
+  write_text(out, p.dump() + "\n");
+  if (out != "-") std::cerr << "wrote " << out << " (" << p["traceEvents"].size() << " events; open in ui.perfetto.dev)\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "validate") return cmd_validate(args);
+    if (cmd == "summary") return cmd_summary(args);
+    if (cmd == "diff") return cmd_diff(args);
+    if (cmd == "export-perfetto") return cmd_export(args);
+    throw UsageError("unknown command '" + cmd + "'");
+  } catch (const UsageError& e) {
+    std::cerr << "minfer-trace: " << e.what() << "\n" << kUsage;
+    return 2;
+  } catch (const minfer::Error& e) {
+    std::cerr << "minfer-trace: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "minfer-trace: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+}

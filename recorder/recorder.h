@@ -1,0 +1,59 @@
+// The trace recorder: an Observer that turns every node output, the logits and the step
+// timings into a streamed minfer-trace v2 file (docs/trace-format.md). The CLI does only:
+//   auto opts = trace::RecorderOptions::from_env_and_args(args);
+//   trace::Recorder rec(opts, meta_json, [&](int32_t id) { return tok.token_bytes(id); });
+//   executor.set_observer(rec.observer());   // nullptr when no trace was asked for
+//   ... run ...
+//   rec.finish(timings_json);                // no-op when disabled
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/observer.h"
+#include "kernel_record.h"
+#include "recorder_options.h"
+
+namespace minfer::trace {
+
+class Recorder final : public Observer {
+ public:
+  using TokenText = std::function<std::string(int32_t)>;
+
+  // meta: the run metadata of docs/trace-format.md ("meta"); the recorder adds "options" and,
+  // when absent, "recorded_at", "minfer_version" and "commit". Creates "<path>.partial" at
+  // once (throws Error naming it when it cannot) unless opts is disabled: then nothing is
+  // created and every call is a no-op.
+  Recorder(RecorderOptions opts, nlohmann::json meta, TokenText token_text);
+  ~Recorder() override;
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  bool enabled() const { return impl_ != nullptr; }
+  Observer* observer() { return enabled() ? this : nullptr; }
+  const RecorderOptions& options() const { return opts_; }
+  std::string partial_path() const;  // "" when disabled
+
+  void on_graph(const Graph& g) override;
+  void on_step_begin(const Graph& g, const StepInfo& s) override;
+  bool wants(const Node& n) const override;
+  void on_node(const Node& n, const NodeOutput* out, double seconds) override;
+  void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override;
+  void on_step_end(const StepInfo& s, double seconds) override;
+
+  // A kernel of the step in flight (CUDA backends; CUPTI records arrive before on_step_end).
+  void add_kernel(const KernelRecord& k);
+
+  // Closes the trace: timings (docs: "timings"), "complete": true, moved to the final path.
+  void finish(const nlohmann::json& timings);
+
+ private:
+  struct Impl;
+  RecorderOptions opts_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace minfer::trace

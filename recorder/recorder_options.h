@@ -1,0 +1,40 @@
+// What to record, from the environment (MINFER_TRACE*, see usage()) and --trace* flags; flags
+// override the environment. The CLI hands its argument list over and gets back the rest.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/observer.h"
+
+namespace minfer::trace {
+
+struct RecorderOptions {
+  std::string path;           // "" = no trace (nothing is created, no observer)
+  int grid_rows = 32;         // token rows kept in the value grid (0: no grid)
+  int grid_cols = 64;         // columns kept, evenly strided
+  int hist_bins = 32;         // 0: no histogram
+  int top_k = 20;             // logits entries kept per step
+  std::string nodes;          // comma-separated glob patterns, "" = all nodes
+  std::string steps = "all";  // "all", "none", "prefill", "decode", "0-3,10", "5-"
+  bool stats_only = false;    // no grids, no histograms
+
+  bool enabled() const { return !path.empty(); }
+  SummarySpec spec() const;
+  nlohmann::json to_json() const;  // meta.options in the trace
+
+  // Reads MINFER_TRACE* from the process environment, then removes every --trace* flag (and
+  // its value) from args, leaving the others in order. Throws Error on unknown --trace-* flags
+  // and bad values, naming the variable or flag.
+  static RecorderOptions from_env_and_args(std::vector<std::string>& args);
+  // The same with an explicit environment (tests).
+  static RecorderOptions from_env_and_args(const std::map<std::string, std::string>& env,
+                                           std::vector<std::string>& args);
+  static bool is_trace_flag(std::string_view arg);  // "--trace", "--trace-*", "--trace=..."
+  static const char* usage();                       // help text for the CLI
+};
+
+}  // namespace minfer::trace

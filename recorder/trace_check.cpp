@@ -1,0 +1,193 @@
+#include "trace_check.h"
+
+#include <cmath>
+#include <map>
+
+#include "json_schema.h"
+#include "trace_schema.h"
+
+namespace minfer::trace {
+
+using nlohmann::json;
+
+namespace {
+
+// Tolerance for values written with 6 significant digits.
+constexpr double kRel = 2e-5;
+
+bool num(const json& v) { return v.is_number(); }
+
+struct Checker {
+  std::vector<std::string>& errs;
+  size_t max_errors;
+
+  bool full() const { return errs.size() >= max_errors; }
+  void err(const std::string& at, const std::string& what) {
+    if (!full()) errs.push_back(at + ": " + what);
+  }
+
+  void graph(const json& g, const std::string& at) {
+    const auto& nodes = g["nodes"];
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const json& n = nodes[i];
+      const std::string here = at + "/nodes/" + std::to_string(i);
+      if (n["id"] != i) err(here + "/id", "node id " + n["id"].dump() + " differs from its index " + std::to_string(i));
+      for (const auto& s : n["src"])
+        if (s.get<size_t>() >= nodes.size())
+          err(here + "/src", "source node " + s.dump() + " does not exist");
+        else if (s.get<size_t>() >= i && n["fused_into"] == -1)
+          err(here + "/src", "source node " + s.dump() + " runs after this node (" + std::to_string(i) + ")");
+      const int into = n["fused_into"].get<int>();
+      if (into >= static_cast<int>(nodes.size())) err(here + "/fused_into", "node " + std::to_string(into) + " does not exist");
+      if (into >= 0 && n["has_output"].get<bool>()) err(here + "/has_output", "a fused-away node cannot have an output");
+    }
+  }
+
+  void stats(const json& s, const std::string& at) {
+    const int64_t count = s["count"], nan = s["nan"], inf = s["inf"];
+    if (nan + inf > count) err(at, "nan + inf (" + std::to_string(nan + inf) + ") exceeds count " + std::to_string(count));
+    const bool finite = count - nan - inf > 0;
+    for (const char* k : {"min", "max", "mean", "absmean", "std"})
+      if (num(s[k]) != finite)
+        err(at + "/" + k, finite ? "null although the tensor has finite values" : "a number although no value is finite");
+    if (!finite || !num(s["min"]) || !num(s["max"]) || !num(s["mean"])) return;
+    const double lo = s["min"], hi = s["max"], mean = s["mean"];
+    const double tol = kRel * std::max({std::fabs(lo), std::fabs(hi), 1e-30});
+    if (lo > hi + tol) err(at, "min > max");
+    if (mean < lo - tol || mean > hi + tol) err(at + "/mean", "outside [min, max]");
+    if (num(s["absmean"]) && s["absmean"].get<double>() < 0) err(at + "/absmean", "negative");
+    if (num(s["std"]) && s["std"].get<double>() < 0) err(at + "/std", "negative");
+  }
+
+  void grid(const json& g, const json& node, const std::string& at) {
+    const int64_t rows = g["rows"], cols = g["cols"], rs = g["row_stride"], cs = g["col_stride"];
+    if (g["values"].size() != static_cast<size_t>(rows * cols))
+      err(at + "/values", "has " + std::to_string(g["values"].size()) + " values, rows*cols = " +
+                              std::to_string(rows * cols));
+    if (g["shape"] != node["shape"])
+      err(at + "/shape", g["shape"].dump() + " differs from the graph node's shape " + node["shape"].dump());
+    const int64_t R = g["shape"][0], C = g["shape"][1];
+    if (rows > 0 && (rows - 1) * rs >= R) err(at, "grid rows x row_stride run past the tensor's " + std::to_string(R) + " rows");
+    if (cols > 0 && (cols - 1) * cs >= C) err(at, "grid cols x col_stride run past the tensor's " + std::to_string(C) + " columns");
+  }
+
+  void hist(const json& h, const json& s, const std::string& at) {
+    int64_t total = 0;
+    for (const auto& c : h["counts"]) total += c.get<int64_t>();
+    const int64_t count = s["count"], nan = s["nan"], inf = s["inf"];
+    if (total != count - nan - inf)
+      err(at + "/counts", "sum to " + std::to_string(total) + ", expected the finite count " +
+                              std::to_string(count - nan - inf));
+    if (h["underflow"].get<int64_t>() + h["overflow"].get<int64_t>() != inf)
+      err(at, "underflow + overflow differ from stats.inf (" + std::to_string(inf) + ")");
+    if (num(h["lo"]) && num(h["hi"]) && h["lo"].get<double>() > h["hi"].get<double>()) err(at, "lo > hi");
+  }
+
+  void logits(const json& l, const json& meta, const std::string& at) {
+    const auto& top = l["top"];
+    double sum = 0;
+    for (size_t i = 0; i < top.size(); ++i) {
+      const double p = top[i]["p"];
+      sum += p;
+      if (i > 0 && p > top[i - 1]["p"].get<double>() * (1 + kRel) + 1e-12)
+        err(at + "/top/" + std::to_string(i), "probabilities are not in descending order");
+      if (top[i]["id"].get<int64_t>() >= l["n_vocab"].get<int64_t>())
+        err(at + "/top/" + std::to_string(i) + "/id", "token id outside the vocabulary");
+    }
+    if (sum > 1 + 1e-3) err(at + "/top", "probabilities sum to " + std::to_string(sum) + " > 1");
+    if (meta.contains("options") && top.size() > meta["options"]["top_k"].get<size_t>())
+      err(at + "/top", "has more entries than options.top_k");
+    if (num(l["entropy"])) {
+      const double h = l["entropy"], hmax = std::log(l["n_vocab"].get<double>());
+      if (h < -1e-6 || h > hmax * (1 + kRel) + 1e-6)
+        err(at + "/entropy", "outside [0, log(n_vocab)]");
+    }
+    const int64_t chosen = l["chosen"], rank = l["chosen_rank"];
+    if ((chosen < 0) != (rank < 0)) err(at + "/chosen_rank", "must be -1 exactly when chosen is -1");
+    if (chosen < 0) return;
+    int64_t found = -1;
+    for (size_t i = 0; i < top.size(); ++i)
+      if (top[i]["id"] == chosen) found = static_cast<int64_t>(i);
+    if (found >= 0 && found != rank)
+      err(at + "/chosen_rank", std::to_string(rank) + " but the chosen token is entry " + std::to_string(found) + " of top");
+    if (found < 0 && rank < static_cast<int64_t>(top.size()))
+      err(at + "/chosen_rank", std::to_string(rank) + " but the chosen token is not in that place of top");
+    if (found >= 0 && num(l["chosen_p"])) {
+      const double p = l["chosen_p"], q = top[found]["p"];
+      if (std::fabs(p - q) > kRel * std::max(p, q) + 1e-12) err(at + "/chosen_p", "differs from its top entry's p");
+    }
+  }
+
+  void step(const json& s, size_t i, const std::map<std::string, const json*>& graphs,
+            const json& meta) {
+    const std::string at = "/steps/" + std::to_string(i);
+    if (s["index"] != i) err(at + "/index", "is " + s["index"].dump() + ", expected " + std::to_string(i) + " (steps are in order from 0)");
+    if ((i == 0) != (s["phase"] == "prefill")) err(at + "/phase", "step 0 is the prefill and only step 0");
+    auto g = graphs.find(s["graph"].get<std::string>());
+    if (g == graphs.end()) {
+      err(at + "/graph", "graph '" + s["graph"].get<std::string>() + "' is not in graphs[]");
+      return;
+    }
+    const json& gj = *g->second;
+    if (gj["phase"] != s["phase"]) err(at + "/graph", "graph phase differs from the step's phase");
+    if (s["tokens"].size() != gj["n_tokens"].get<size_t>())
+      err(at + "/tokens", "has " + std::to_string(s["tokens"].size()) + " tokens, the graph takes " + gj["n_tokens"].dump());
+    const auto& nodes = gj["nodes"];
+    int64_t prev = -1;
+    for (size_t k = 0; k < s["nodes"].size() && !full(); ++k) {
+      const json& r = s["nodes"][k];
+      const std::string here = at + "/nodes/" + std::to_string(k);
+      const int64_t id = r["id"];
+      if (id >= static_cast<int64_t>(nodes.size())) {
+        err(here + "/id", "node " + std::to_string(id) + " is not in graph '" + gj["id"].get<std::string>() + "'");
+        continue;
+      }
+      if (id <= prev) err(here + "/id", "node records are not in execution order");
+      prev = id;
+      const json& node = nodes[static_cast<size_t>(id)];
+      if (r.contains("no_output")) {
+        if (node["has_output"].get<bool>()) err(here, "marked no_output but the graph node has an output");
+        continue;
+      }
+      if (!node["has_output"].get<bool>()) err(here, "has stats but the graph node has no output");
+      const int64_t elems = node["shape"][0].get<int64_t>() * node["shape"][1].get<int64_t>();
+      if (r["stats"]["count"] != elems)
+        err(here + "/stats/count", r["stats"]["count"].dump() + " but the node's shape holds " + std::to_string(elems));
+      stats(r["stats"], here + "/stats");
+      if (r.contains("grid")) grid(r["grid"], node, here + "/grid");
+      if (r.contains("hist")) hist(r["hist"], r["stats"], here + "/hist");
+    }
+    if (s.contains("nodes_skipped") && s["nodes_skipped"] == true && !s["nodes"].empty())
+      err(at + "/nodes", "nodes_skipped but node records present");
+    if (!s["logits"].is_null()) logits(s["logits"], meta, at + "/logits");
+    for (size_t k = 0; k < s["kernels"].size(); ++k)
+      if (s["kernels"][k]["node"].get<int64_t>() >= static_cast<int64_t>(nodes.size()))
+        err(at + "/kernels/" + std::to_string(k) + "/node", "node is not in the step's graph");
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> check_consistency(const json& t, size_t max_errors) {
+  std::vector<std::string> errs;
+  Checker c{errs, max_errors};
+  std::map<std::string, const json*> graphs;
+  for (size_t i = 0; i < t["graphs"].size(); ++i) {
+    const json& g = t["graphs"][i];
+    if (!graphs.emplace(g["id"].get<std::string>(), &g).second)
+      c.err("/graphs/" + std::to_string(i) + "/id", "graph id '" + g["id"].get<std::string>() + "' appears twice");
+    c.graph(g, "/graphs/" + std::to_string(i));
+  }
+  for (size_t i = 0; i < t["steps"].size() && !c.full(); ++i) c.step(t["steps"][i], i, graphs, t["meta"]);
+  if (t["complete"] == true && !t.contains("timings")) c.err("/timings", "a complete trace has timings");
+  return errs;
+}
+
+std::vector<std::string> validate_trace(const json& t, size_t max_errors) {
+  static const SchemaValidator validator(trace_schema_v2());
+  auto errs = validator.validate(t, max_errors);
+  if (!errs.empty()) return errs;
+  return check_consistency(t, max_errors);
+}
+
+}  // namespace minfer::trace

@@ -1,0 +1,19 @@
+// Validation of a loaded trace: the JSON Schema first, then the consistency the schema cannot
+// express (node ids exist in the referenced graph, grid sizes, histogram totals, step order,
+// the chosen token's rank against the top-k, ...).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace minfer::trace {
+
+// Problems found, each "<JSON pointer>: <what>"; empty when the trace is valid. Consistency
+// checks run only when the schema passes (they rely on its shapes).
+std::vector<std::string> validate_trace(const nlohmann::json& trace, size_t max_errors = 50);
+
+// Only the consistency checks (the schema must already pass).
+std::vector<std::string> check_consistency(const nlohmann::json& trace, size_t max_errors = 50);
+
+}  // namespace minfer::trace

@@ -1,0 +1,30 @@
+// Comparison of two traces of the same model and prompt (e.g. the MMQ and the float matmul
+// path): aligned by step and node, with per-node errors over the value grids, the first node
+// that diverges, token agreement, top-k KL and time deltas. The output format is
+// docs/trace-format.md "Comparison output"; minfer-trace diff and minfer-viz /api/compare
+// both serve it.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace minfer::trace {
+
+struct DiffOptions {
+  // Which per-node value decides divergence: "sqnr_db" or "cosine" (diverged when below the
+  // threshold), "max_abs_diff" or "rel_err" (the largest statistic's relative error; diverged
+  // when above it).
+  std::string metric = "sqnr_db";
+  double threshold = 30;
+  std::string label_a = "A", label_b = "B";  // names in the output and errors (file names)
+};
+
+// SQNR over grids is capped to [-200, 200] dB: 200 means identical at the recorded precision,
+// -200 a non-finite value on one side only.
+inline constexpr double kSqnrCapDb = 200;
+
+// Throws Error when the traces are of different models (sha256), different graphs (node names
+// or ops differ), different prompts, or an unknown metric.
+nlohmann::json diff(const nlohmann::json& a, const nlohmann::json& b, const DiffOptions& opts = {});
+
+}  // namespace minfer::trace

@@ -1,0 +1,143 @@
+#include "trace_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+
+namespace minfer::trace {
+
+namespace {
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+void write_all(int fd, const char* p, size_t n, int64_t off, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail(path, ": write failed: ", std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += w;
+  }
+}
+
+std::string read_range(int fd, int64_t off, int64_t n, const std::string& path) {
+  std::string out(static_cast<size_t>(n), '\0');
+  int64_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, out.data() + done, static_cast<size_t>(n - done), off + done);
+    if (r <= 0) fail(path, ": read back failed: ", r < 0 ? std::strerror(errno) : "short file");
+    done += r;
+  }
+  return out;
+}
+
+void gzip_file(const std::string& src, const std::string& dst) {
+  FILE* in = std::fopen(src.c_str(), "rb");
+  if (!in) fail(src, ": cannot open for compression: ", std::strerror(errno));
+  gzFile out = gzopen(dst.c_str(), "wb6");
+  if (!out) {
+    std::fclose(in);
+    fail(dst, ": cannot create: ", std::strerror(errno));
+  }
+  std::vector<char> buf(1 << 20);
+  size_t n;
+  bool ok = true;
+  while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0)
+    if (gzwrite(out, buf.data(), static_cast<unsigned>(n)) != static_cast<int>(n)) ok = false;
+  std::fclose(in);
+  if (gzclose(out) != Z_OK || !ok) fail(dst, ": compression failed");
+}
+}  // namespace
+
+TraceFile::TraceFile(std::string final_path) : final_(std::move(final_path)) {
+  partial_ = final_ + ".partial";
+  fd_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(partial_, ": cannot create trace file: ", std::strerror(errno));
+}
+
+TraceFile::~TraceFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TraceFile::write_at(const std::string& data, int64_t offset) {
+  write_all(fd_, data.data(), data.size(), offset, partial_);
+}
+
+void TraceFile::write_head(const std::string& head) {
+  if (finished_) fail(final_, ": trace already finished");
+  if (n_steps_ == 0) {
+    write_at(head + kOpenTail, 0);
+    if (::ftruncate(fd_, static_cast<off_t>(head.size() + std::strlen(kOpenTail))) != 0)
+      fail(partial_, ": truncate failed: ", std::strerror(errno));
+    head_len_ = steps_end_ = static_cast<int64_t>(head.size());
+    return;
+  }
+  // Rebuild beside and rename over: the old .partial stays valid until the rename.
+  const std::string steps = read_range(fd_, head_len_, steps_end_ - head_len_, partial_);
+  const std::string tmp = partial_ + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(tmp, ": cannot create: ", std::strerror(errno));
+  const std::string all = head + steps + kOpenTail;
+  try {
+    write_all(fd, all.data(), all.size(), 0, tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), partial_.c_str()) != 0) {
+    ::close(fd);
+    fail(partial_, ": cannot replace: ", std::strerror(errno));
+  }
+  ::close(fd_);
+  fd_ = fd;
+  head_len_ = static_cast<int64_t>(head.size());
+  steps_end_ = head_len_ + static_cast<int64_t>(steps.size());
+}
+
+void TraceFile::append_step(const std::string& step_json) {
+  if (finished_) fail(final_, ": trace already finished");
+  if (head_len_ == 0) fail(partial_, ": step written before the head");
+  std::string buf = n_steps_ > 0 ? ",\n" : "\n";
+  buf += step_json;
+  const int64_t body = static_cast<int64_t>(buf.size());
+  buf += kOpenTail;  // longer than the old tail it overwrites, so no truncation is needed
+  write_at(buf, steps_end_);
+  steps_end_ += body;
+  ++n_steps_;
+}
+
+void TraceFile::finish(const std::string& timings_json) {
+  if (finished_) fail(final_, ": trace already finished");
+  const std::string tail = "\n],\"timings\":" + timings_json + ",\"complete\":true}\n";
+  write_at(tail, steps_end_);
+  if (::ftruncate(fd_, static_cast<off_t>(steps_end_ + static_cast<int64_t>(tail.size()))) != 0)
+    fail(partial_, ": truncate failed: ", std::strerror(errno));
+  ::fsync(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  finished_ = true;
+  if (ends_with(final_, ".gz")) {
+    const std::string tmp = final_ + ".tmp";
+    gzip_file(partial_, tmp);
+    if (std::rename(tmp.c_str(), final_.c_str()) != 0)
+      fail(final_, ": cannot move the finished trace into place: ", std::strerror(errno));
+    ::unlink(partial_.c_str());
+  } else if (std::rename(partial_.c_str(), final_.c_str()) != 0) {
+    fail(final_, ": cannot move the finished trace into place: ", std::strerror(errno));
+  }
+}
+
+}  // namespace minfer::trace
