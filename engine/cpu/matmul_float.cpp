@@ -39,11 +39,14 @@ void kernel_generic(int64_t kc, const float* x, int64_t ldx, const float* panel,
 template <int MR>
 void kernel_avx2(int64_t kc, const float* x, int64_t ldx, const float* panel, float* y,
                  int64_t ldy, int nc) {
+  // The m loops must unroll so the 2*MR accumulators live in registers.
   __m256 acc[MR][2];
+#pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 w0 = _mm256_loadu_ps(panel + k * kStrip);
     const __m256 w1 = _mm256_loadu_ps(panel + k * kStrip + 8);
+#pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
       const __m256 xv = _mm256_broadcast_ss(x + m * ldx + k);
       acc[m][0] = _mm256_fmadd_ps(xv, w0, acc[m][0]);
@@ -51,6 +54,7 @@ void kernel_avx2(int64_t kc, const float* x, int64_t ldx, const float* panel, fl
     }
   }
   if (nc == kStrip) {
+#pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
       float* ym = y + m * ldy;
       _mm256_storeu_ps(ym, _mm256_add_ps(_mm256_loadu_ps(ym), acc[m][0]));
@@ -59,6 +63,7 @@ void kernel_avx2(int64_t kc, const float* x, int64_t ldx, const float* panel, fl
     return;
   }
   alignas(32) float tmp[kStrip];
+#pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
     _mm256_store_ps(tmp, acc[m][0]);
     _mm256_store_ps(tmp + 8, acc[m][1]);

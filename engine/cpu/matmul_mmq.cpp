@@ -42,6 +42,7 @@ void matmul_mmq(const void* w, WeightType wt, int64_t n_out, int64_t n_in, const
   }
 
   const VecDotFn dot = vec_dot_fn(wt);
+  const VecDot4Fn dot4 = nt >= 4 ? vec_dot4_fn(wt) : nullptr;
   const auto* wb = static_cast<const uint8_t*>(w);
   constexpr int64_t kRowGroup = 16;  // rows whose weights stay in L1/L2 while tokens stream past
   // Tiny products are not worth waking the threads for.
@@ -50,7 +51,17 @@ void matmul_mmq(const void* w, WeightType wt, int64_t n_out, int64_t n_in, const
   pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1, int) {
     for (int64_t g0 = r0; g0 < r1; g0 += kRowGroup) {
       const int64_t g1 = std::min(r1, g0 + kRowGroup);
-      for (int64_t t = 0; t < nt; ++t) {
+      int64_t t = 0;
+      if (dot4)  // four tokens per weight-block unpack
+        for (; t + 4 <= nt; t += 4) {
+          const uint8_t* a = act + static_cast<size_t>(t) * a_row;
+          for (int64_t r = g0; r < g1; ++r) {
+            float out[4];
+            dot4(n_in, wb + static_cast<size_t>(r) * w_row, a, a_row, out);
+            for (int j = 0; j < 4; ++j) y[(t + j) * n_out + r] = out[j] + (bias ? bias[r] : 0.0f);
+          }
+        }
+      for (; t < nt; ++t) {
         const uint8_t* a = act + static_cast<size_t>(t) * a_row;
         float* yt = y + t * n_out;
         for (int64_t r = g0; r < g1; ++r)

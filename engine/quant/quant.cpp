@@ -95,6 +95,8 @@ VecDotFn vec_dot_fn(WeightType weight) {
   return k.dot_simd ? k.dot_simd : dot_kernel(DotPath::Scalar, weight);
 }
 
+VecDot4Fn vec_dot4_fn(WeightType weight) { return qimpl::simd_dot4(weight); }
+
 bool has_simd_vec_dot(WeightType weight) { return kernels(weight).dot_simd != nullptr; }
 
 float vec_dot_path(DotPath path, WeightType weight, int64_t n, const void* w_row, const void* act_row) {

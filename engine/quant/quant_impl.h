@@ -2,8 +2,10 @@
 // One family per file: quant_float.cpp, quant_legacy.cpp, quant_kquants.cpp,
 // vec_dot_scalar.cpp (portable integer dots), vec_dot_avx2.cpp (SIMD dots).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
+#include "core/weight_type.h"
 #include "quant/blocks.h"
 
 namespace minfer::qimpl {
@@ -62,5 +64,10 @@ struct SimdDots {
   VecDotFn q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
 };
 const SimdDots& simd_dots();
+
+// One weight row against four activation rows (a + t * a_stride bytes, t < 4): the weight block
+// is unpacked once for all four. SIMD-only, for the Q8_0-activation types; nullptr otherwise.
+using VecDot4Fn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, float out[4]);
+VecDot4Fn simd_dot4(WeightType weight);
 
 }  // namespace minfer::qimpl

@@ -269,7 +269,47 @@ float dot_bf16(int64_t n, const void* w, const void* act) {
   return hsum(s) + tail;
 }
 
+// Q4_0 / Q5_0 / Q8_0 weight codes as int8 (q - offset), one 32-element block.
+inline __m256i codes_q4_0(const BlockQ4_0& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+inline __m256i codes_q5_0(const BlockQ5_0& b) {
+  const __m256i hi = _mm256_andnot_si256(expand_bits(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+  return _mm256_or_si256(unpack_nibbles(b.qs), hi);
+}
+inline __m256i codes_q8_0(const BlockQ8_0& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+
+// One weight row x four Q8_0 activation rows: the codes and their absolute values are made
+// once per block and reused by the four dots.
+template <class Block, __m256i (*Codes)(const Block&)>
+void dot4_q8_family(int64_t n, const void* w, const void* act, size_t a_stride, float out[4]) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[4];
+  for (int t = 0; t < 4; ++t)
+    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(act) + t * a_stride);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n / QK; ++i) {
+    const __m256i q = Codes(x[i]);
+    const __m256i aq = _mm256_sign_epi8(q, q);
+    const float dw = fp16_to_f32(x[i].d);
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      const __m256i yt = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
+      const __m256i p = dot_u8s8(_mm256_setzero_si256(), aq, _mm256_sign_epi8(yt, q));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * fp16_to_f32(y[t][i].d)), _mm256_cvtepi32_ps(p), acc[t]);
+    }
+  }
+  for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]);
+}
+
 }  // namespace
+
+VecDot4Fn simd_dot4(WeightType weight) {
+  switch (weight) {
+    case WeightType::Q4_0: return dot4_q8_family<BlockQ4_0, codes_q4_0>;
+    case WeightType::Q5_0: return dot4_q8_family<BlockQ5_0, codes_q5_0>;
+    case WeightType::Q8_0: return dot4_q8_family<BlockQ8_0, codes_q8_0>;
+    default: return nullptr;
+  }
+}
 
 const SimdDots& simd_dots() {
   static const SimdDots t = [] {
@@ -311,6 +351,7 @@ const SimdDots& simd_dots() {
   static const SimdDots none;
   return none;
 }
+VecDot4Fn simd_dot4(WeightType) { return nullptr; }
 }  // namespace minfer::qimpl
 namespace minfer {
 const char* simd_dot_isa() { return "none"; }

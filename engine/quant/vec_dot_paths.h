@@ -1,6 +1,7 @@
 // Explicit choice of the dot-product implementation, for tests and benchmarks that compare the
 // portable integer path with the SIMD one. Normal callers use vec_dot() from quant.h.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "core/weight_type.h"
@@ -16,6 +17,11 @@ float vec_dot_path(DotPath path, WeightType weight, int64_t n, const void* w_row
 // The function vec_dot calls for this weight type, for inner loops that hoist the dispatch.
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* act_row);
 VecDotFn vec_dot_fn(WeightType weight);
+// One weight row against 4 activation rows a + t * a_stride (t < 4), written to out[0..3]:
+// what matmul_mmq uses for several tokens. Equals four vec_dot calls up to float rounding.
+using VecDot4Fn = void (*)(int64_t n, const void* w_row, const void* act_rows, size_t a_stride, float out[4]);
+// nullptr when the type has no 4-row kernel in this build (callers then loop over vec_dot).
+VecDot4Fn vec_dot4_fn(WeightType weight);
 // The instruction set the SIMD dots were compiled for ("avx2+vnni", "avx2", "none").
 const char* simd_dot_isa();
 

@@ -112,6 +112,37 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VecDot, ::testing::ValuesIn(cases()), [](cons
   return std::string(name(info.param.type)) + "_n" + std::to_string(info.param.n);
 });
 
+// The four-row kernels (used by matmul_mmq for several tokens) agree with four vec_dot calls.
+TEST(VecDot, FourRowKernelsMatchSingleDots) {
+  int tested = 0;
+  for (WeightType wt : kWeightTypes) {
+    const VecDot4Fn dot4 = vec_dot4_fn(wt);
+    if (!dot4) continue;
+    ++tested;
+    const WeightType at = vec_dot_type(wt);
+    for (int64_t n : {32, 96, 4864}) {
+      const auto w = quantize(wt, random_row(n, 3, 0.2f));
+      const size_t a_row = row_bytes(at, n);
+      std::vector<uint8_t> acts(4 * a_row);
+      for (int t = 0; t < 4; ++t) {
+        const auto a = quantize(at, random_row(n, 40 + t, t * 0.3f));
+        std::copy(a.begin(), a.end(), acts.begin() + t * a_row);
+      }
+      float out[4];
+      dot4(n, w.data(), acts.data(), a_row, out);
+      for (int t = 0; t < 4; ++t) {
+        const float one = vec_dot_path(DotPath::Scalar, wt, n, w.data(), acts.data() + t * a_row);
+        EXPECT_NEAR(out[t], one, 1e-5 * std::fabs(one) + 1e-4) << name(wt) << " n=" << n << " row " << t;
+      }
+    }
+  }
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  EXPECT_GE(tested, 3);  // Q4_0, Q5_0, Q8_0
+#else
+  if (tested == 0) GTEST_SKIP() << "no four-row kernels without AVX2";
+#endif
+}
+
 TEST(VecDot, SimdPathsExistWhereRequired) {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   for (WeightType t : {WeightType::Q4_0, WeightType::Q8_0, WeightType::Q5_0, WeightType::Q4_K, WeightType::Q6_K})
