@@ -1,7 +1,7 @@
 // Shared by the e2e suite and the page-speed benchmark: start the server (the real minfer-viz
 // binary, or the mock when asked), launch Debian's headless Chromium through playwright-core.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -61,5 +61,11 @@ export async function launchBrowser() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync', '--enable-precise-memory-info'],
   });
-  return context;
+  return { context, userDataDir };
+}
+
+// Closes the browser and removes its throwaway profile.
+export async function closeBrowser({ context, userDataDir }) {
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 }

@@ -9,6 +9,7 @@ describe('format', () => {
     expect(fmtUs(12500)).toBe('12.5 ms');
     expect(fmtSignedUs(-2.5)).toBe('−2.5 µs');
     expect(fmtProb(0.3127)).toBe('31.3 %');
+    expect(fmtProb(0.0003)).toBe('0.03 %');
     expect(fmtDb(21.34)).toBe('21.3 dB');
     expect(fmtDb(Infinity)).toMatch(/∞ dB/);
     expect(fmtNats(2.7101)).toBe('2.71 nats');

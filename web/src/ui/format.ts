@@ -31,7 +31,8 @@ export function fmtSignedUs(us: number): string {
 
 export function fmtProb(p: number | null | undefined): string {
   if (p === null || p === undefined) return '—';
-  return p >= 0.001 ? `${(p * 100).toFixed(p >= 0.1 ? 1 : 2)} %` : `${(p * 100).toExponential(1)} %`;
+  if (p >= 0.001) return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2)} %`;
+  return p >= 1e-8 ? `${Number((p * 100).toPrecision(2))} %` : `${(p * 100).toExponential(1)} %`;
 }
 
 export function fmtDb(db: number | null | undefined): string {

@@ -4,6 +4,7 @@ import { barChart } from '../charts/bar-chart';
 import type { Comparison } from '../model/compare';
 import type { Trace } from '../model/types';
 import { clear, el } from '../ui/dom';
+import { cachedWidth } from '../ui/measure';
 import { fmtDb, fmtMs, fmtNats, fmtProb, fmtSignedUs, tokenLabel } from '../ui/format';
 
 export class ComparePanel {
@@ -20,10 +21,18 @@ export class ComparePanel {
       go.addEventListener('click', () => this.onJump(f.step, f.node));
       this.banner.append(el('span', { class: 'dot bad' }),
         el('span', { text: `First divergent node: ` }), el('strong', { class: 'divergent-name', text: f.name }),
-        el('span', { text: ` at step ${f.step} — SQNR ${fmtDb(f.sqnrDb)} (threshold ${cmp.threshold.metric === 'sqnr_db' ? `${cmp.threshold.value} dB` : cmp.threshold.value})` }), go);
+        el('span', { text: ` at step ${f.step} — SQNR ${fmtDb(f.sqnrDb)} (divergent when ${thresholdText(cmp)})` }), go);
     } else {
-      this.banner.append(el('span', { class: 'dot ok' }), el('span', { text: `No node passes the divergence threshold (${cmp.threshold.metric} ${cmp.threshold.value}).` }));
+      this.banner.append(el('span', { class: 'dot ok' }),
+        el('span', { text: `No node diverges: every node stays above the threshold (${thresholdText(cmp)}).` }));
+      const worst = lowestSqnr(cmp);
+      if (worst) {
+        const go = el('button', { class: 'goto-worst', text: `Show ${worst.name}` });
+        go.addEventListener('click', () => this.onJump(worst.step, worst.node));
+        this.banner.append(el('span', { class: 'muted', text: `closest call: ${worst.name}, SQNR ${fmtDb(worst.sqnr)} at step ${worst.step}` }), go);
+      }
     }
+    this.banner.classList.toggle('ok', !f);
     this.banner.append(el('span', { class: 'agreement', text: `token agreement ${fmtProb(cmp.tokenAgreement)}` }));
     this.update(a, b, cmp, 0);
   }
@@ -40,7 +49,7 @@ export class ComparePanel {
       tr.addEventListener('click', () => this.onJump(s.index, -1));
       tbl.append(tr);
     }
-    const w = Math.max(320, Math.floor((this.root.clientWidth || 900) / 3) - 24);
+    const w = Math.max(320, Math.floor(cachedWidth(this.root, 900) / 3) - 24);
     const ops = cmp.opTimes.map((o) => ({ label: o.op, value: o.usB - o.usA, text: fmtSignedUs(o.usB - o.usA),
       title: `${o.op}: A ${o.usA} µs, B ${o.usB} µs over the whole run` })).sort((x, y) => Math.abs(y.value) - Math.abs(x.value));
     const cs = cmp.steps.find((s) => s.index === step);
@@ -53,4 +62,17 @@ export class ComparePanel {
       el('div', {}, el('h4', { text: `Time delta B − A per node, step ${step} (largest 12)` }),
         nodes.length ? barChart(nodes, { width: w, labelWidth: 150, color: '#f28e2b' }) : el('p', { class: 'muted', text: 'No node times in this step.' }))));
   }
+}
+
+function thresholdText(cmp: Comparison): string {
+  return cmp.threshold.metric === 'sqnr_db' ? `SQNR < ${cmp.threshold.value} dB` : `${cmp.threshold.metric} past ${cmp.threshold.value}`;
+}
+
+// The node that came closest to the threshold, read from the server's comparison.
+function lowestSqnr(cmp: Comparison): { step: number; node: number; name: string; sqnr: number } | null {
+  let best: { step: number; node: number; name: string; sqnr: number } | null = null;
+  for (const s of cmp.steps)
+    for (const n of s.nodes.values())
+      if (n.sqnrDb !== null && Number.isFinite(n.sqnrDb) && (!best || n.sqnrDb < best.sqnr)) best = { step: s.index, node: n.id, name: n.name, sqnr: n.sqnrDb };
+  return best;
 }

@@ -31,6 +31,8 @@ export class GraphView {
   private groups = new Map<number, SVGGElement>();
   private minis = new Map<number, SVGRectElement>();
   private titles = new Map<number, SVGTitleElement>();
+  private layouts = new WeakMap<TraceGraph, GraphLayout>();
+  private applied = new Map<number, { fill: string; text: string }>();
   private edgeEls: { from: number; to: number; el: SVGPathElement }[] = [];
   private selected: number | null = null;
   private marked = new Set<number>();
@@ -58,8 +60,10 @@ export class GraphView {
   // Draws the graph unless one of the same structure is already drawn (prefill and decode
   // graphs share it; only shapes differ, which only the tooltips show).
   setGraph(g: TraceGraph): boolean {
+    if (this.graph === g) return false;
     this.graph = g;
-    const layout = layoutGraph(g);
+    let layout = this.layouts.get(g);
+    if (!layout) { layout = layoutGraph(g); this.layouts.set(g, layout); }
     if (this.layout && this.layout.signature === layout.signature) {
       for (const [id, t] of this.titles) t.textContent = tooltip(g, id);
       return false;
@@ -71,6 +75,7 @@ export class GraphView {
 
   private render(g: TraceGraph, layout: GraphLayout): void {
     this.viewport.selectAll('*').remove();
+    this.applied.clear();
     this.boxes.clear(); this.vals.clear(); this.names.clear(); this.groups.clear(); this.minis.clear(); this.titles.clear();
     this.edgeEls = []; this.rowEls = [];
     const spine = this.viewport.append('path').attr('class', 'spine');
@@ -152,17 +157,22 @@ export class GraphView {
   }
 
   // Per-step restyle: fill, value text and text colour of every node; O(nodes), no layout.
+  // Only what changed is written: fewer style recalculations on the next frame.
   restyle(styles: Map<number, NodeStyle>): void {
     for (const [id, box] of this.boxes) {
       const s = styles.get(id);
       const fill = s?.fill ?? (s?.noOutput ? 'url(#hatch)' : MISSING_FILL);
+      const text = s?.text ?? '';
+      const prev = this.applied.get(id);
+      if (prev && prev.fill === fill && prev.text === text) continue;
+      this.applied.set(id, { fill, text });
       box.setAttribute('fill', fill);
       this.minis.get(id)!.setAttribute('fill', s?.fill ?? MISSING_FILL);
       const tc = s?.fill ? textColor(s.fill) : '#555';
       this.names.get(id)!.setAttribute('fill', tc);
       const v = this.vals.get(id)!;
       v.setAttribute('fill', tc);
-      v.textContent = s?.text ?? '';
+      if (v.textContent !== text) v.textContent = text;
     }
   }
 
@@ -220,7 +230,10 @@ export class GraphView {
     const rowY = Number((this.rowEls[p.row].getAttribute('transform') ?? '').match(/,([-\d.]+)\)/)?.[1] ?? 0);
     const w = this.canvas.clientWidth || 800, h = this.canvas.clientHeight || 600;
     const k = Math.max(0.6, Math.min(1.2, w / (this.layout.width + 20)));
-    this.svg.call(this.zoomer.transform, zoomIdentity.translate(w / 2 - (p.x + NODE_W / 2) * k, h / 2 - (rowY + p.y + NODE_H / 2) * k).scale(k));
+    // Along an axis where the whole graph fits, keep it aligned instead of centring the node.
+    const tx = this.layout.width * k + 20 <= w ? 10 : w / 2 - (p.x + NODE_W / 2) * k;
+    const ty = this.totalHeight * k + 20 <= h ? 10 : h / 2 - (rowY + p.y + NODE_H / 2) * k;
+    this.svg.call(this.zoomer.transform, zoomIdentity.translate(tx, ty).scale(k));
   }
 
   get nodeCount(): number {

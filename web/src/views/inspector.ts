@@ -7,6 +7,7 @@ import type { CompareNode } from '../model/compare';
 import type { NodeRecord, Step, Trace, TraceGraph } from '../model/types';
 import { clear, el, kvTable, section } from '../ui/dom';
 import { fmtDb, fmtInt, fmtNum, fmtUs } from '../ui/format';
+import { cachedWidth } from '../ui/measure';
 
 export interface InspectorInput {
   trace: Trace; step: Step; graph: TraceGraph; node: number;
@@ -36,7 +37,7 @@ export class Inspector {
     const n = graph.nodes[node];
     const rec = step.records.get(node) ?? null;
     clear(this.root);
-    const width = Math.max(280, this.root.clientWidth - 28 || 380);
+    const width = Math.max(280, cachedWidth(this.root, 440) - 28);
     const back = el('button', { class: 'back', title: 'back to the previously inspected node (Backspace)', disabled: !input.canGoBack, text: '← back' });
     back.addEventListener('click', () => this.onBack());
     this.root.append(el('div', { class: 'inspector-head' }, back,

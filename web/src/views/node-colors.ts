@@ -27,7 +27,15 @@ export function nodeColorScale(m: MetricInfo, domain: [number, number], threshol
     el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing()]) };
 }
 
+const textColors = new Map<string, string>();
+
 export function textColor(fill: string): string {
+  let c = textColors.get(fill);
+  if (!c) { c = luminanceText(fill); textColors.set(fill, c); }
+  return c;
+}
+
+function luminanceText(fill: string): string {
   let r = 200, g = 200, b = 200;
   const m = /rgb\((\d+),\s*(\d+),\s*(\d+)/.exec(fill);
   if (m) [r, g, b] = [+m[1], +m[2], +m[3]];

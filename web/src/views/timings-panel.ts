@@ -5,6 +5,7 @@ import { kernelTimeline } from '../charts/kernel-timeline';
 import type { Step, Trace } from '../model/types';
 import { clear, el } from '../ui/dom';
 import { fmtMs, fmtUs } from '../ui/format';
+import { cachedWidth } from '../ui/measure';
 
 export class TimingsPanel {
   readonly root = el('div', { class: 'timings-panel' });
@@ -24,7 +25,7 @@ export class TimingsPanel {
       perNode.push({ id: r.id, us: r.timeUs });
     }
     const total = [...perOp.values()].reduce((a, b) => a + b, 0);
-    const w = Math.max(320, Math.floor((this.root.clientWidth || 900) / 2) - 24);
+    const w = Math.max(320, Math.floor(cachedWidth(this.root, 900) / 2) - 24);
     if (perNode.length === 0) {
       this.root.append(el('p', { class: 'muted', text: 'This trace has no per-node times.' }));
     } else {
@@ -42,7 +43,7 @@ export class TimingsPanel {
     if (step.kernels.length) {
       const sum = step.kernels.reduce((a, k) => a + k.durationNs, 0) / 1000;
       this.kernelsRoot.append(el('div', { class: 'timings-head', text: `Step ${step.index}: ${step.kernels.length} kernels, ${fmtUs(sum)} of GPU time. Scroll to zoom, drag to pan, click a kernel to inspect its node.` }),
-        kernelTimeline(step.kernels, g.nodes, Math.max(600, (this.kernelsRoot.clientWidth || 1100) - 20), this.onNode));
+        kernelTimeline(step.kernels, g.nodes, Math.max(600, cachedWidth(this.kernelsRoot, 1100) - 20), this.onNode));
     } else {
       this.kernelsRoot.append(el('p', { class: 'muted', text: t.meta.backend === 'cuda' ? 'No kernel records in this step.' :
         `No kernel records: this trace was recorded on the ${t.meta.backend || 'unknown'} backend (CUPTI kernel timings exist only for cuda runs).` }));

@@ -4,6 +4,7 @@ import { barChart } from '../charts/bar-chart';
 import type { Trace } from '../model/types';
 import { clear, el } from '../ui/dom';
 import { fmtNats, fmtProb, tokenLabel } from '../ui/format';
+import { cachedWidth } from '../ui/measure';
 
 export class TokensPanel {
   readonly root = el('div', { class: 'tokens-panel' });
@@ -39,7 +40,8 @@ export class TokensPanel {
   update(t: Trace, step: number): void {
     this.chips.forEach((c, i) => c.classList.toggle('current', this.chipStep[i] === step));
     const cur = this.chips.find((c, i) => this.chipStep[i] === step && c.classList.contains('gen'));
-    cur?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    // Scrolling reads layout: do it after the frame is painted, not inside the step change.
+    if (cur) setTimeout(() => cur.scrollIntoView({ block: 'nearest', inline: 'nearest' }), 0);
     clear(this.topk);
     const s = t.steps[step];
     const l = s?.logits;
@@ -49,11 +51,11 @@ export class TokensPanel {
     }
     this.topk.append(el('div', { class: 'topk-head' },
       el('strong', { text: `Step ${step} — top ${l.top.length} next tokens` }),
-      el('span', { class: 'entropy', text: `entropy ${fmtNats(l.entropy)}` }),
+      el('span', { class: 'entropy', text: l.entropy === null ? 'entropy not recorded (nats)' : `entropy ${fmtNats(l.entropy)}` }),
       el('span', { text: `chosen: ${tokenLabel(l.chosenText ?? '')} (p = ${fmtProb(l.chosenP)}, rank ${l.chosenRank ?? '—'})` })));
     this.topk.append(barChart(l.top.map((x) => ({
       label: `${tokenLabel(x.text)}  #${x.id}`, value: x.p, text: fmtProb(x.p), highlight: x.id === l.chosen,
       title: `token ${x.id} "${x.text}": probability ${fmtProb(x.p)}${x.logit !== null ? `, logit ${x.logit}` : ''}`,
-    })), { width: Math.max(360, Math.min(640, this.root.clientWidth - 20 || 520)), labelWidth: 150, barH: 13, cls: 'topk-chart' }));
+    })), { width: Math.max(360, Math.min(640, cachedWidth(this.root, 540) - 20)), labelWidth: 150, barH: 13, cls: 'topk-chart' }));
   }
 }

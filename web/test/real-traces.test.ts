@@ -1,0 +1,33 @@
+// The recorded sample traces in traces/ (when present): each validates against the schema and
+// parses into the model with its steps, graphs and logits.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import Ajv2020 from 'ajv/dist/2020';
+import { parseTraceText } from '../src/model/parse';
+
+const dir = fileURLToPath(new URL('../../traces', import.meta.url));
+const files = existsSync(dir) ? readdirSync(dir).filter((f) => /\.json(\.gz)?$/.test(f)) : [];
+if (files.length === 0) console.log(`SKIP real-trace checks: no *.json / *.json.gz traces in ${dir}`);
+
+describe.skipIf(files.length === 0)('recorded traces', () => {
+  const schema = JSON.parse(readFileSync(join(dir, 'schema/minfer-trace-v2.schema.json'), 'utf8'));
+  const validate = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  for (const f of files) {
+    it(`${f} validates and parses`, () => {
+      const raw = readFileSync(join(dir, f));
+      const text = f.endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8');
+      const json = JSON.parse(text);
+      if (json.version === 2) expect(validate(json), JSON.stringify(validate.errors?.slice(0, 3))).toBe(true);
+      const t = parseTraceText(text, f);
+      expect(t.steps.length).toBeGreaterThan(0);
+      const g = t.graphs.get(t.steps[0].graphId)!;
+      expect(g.nodes.length).toBeGreaterThan(10);
+      const recorded = [...t.steps[0].records.values()].filter((r) => r.stats);
+      expect(recorded.length).toBeGreaterThan(0);
+      expect(recorded.every((r) => Number.isFinite(r.stats!.absmean) || r.stats!.nan + r.stats!.inf > 0)).toBe(true);
+    });
+  }
+});
