@@ -83,9 +83,10 @@ CliOptions parse_cli(int argc, char** argv) {
     if (pos.size() == 2) o.prompt = pos[1];
     return o;
   }
-  if (pos.size() < 2) fail("missing PROMPT argument");
   if (pos.size() > 2) fail("unexpected argument '", pos[2], "' (quote the prompt)");
-  o.prompt = pos[1];
+  if (pos.size() == 2 && !o.prompt_file.empty()) fail("give the prompt either as PROMPT or with --file, not both");
+  if (pos.size() < 2 && o.prompt_file.empty()) fail("missing PROMPT argument (or --file F)");
+  if (pos.size() == 2) o.prompt = pos[1];
   return o;
 }
 

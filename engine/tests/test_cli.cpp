@@ -24,7 +24,7 @@ namespace {
 
 const std::string kBin = std::string(MINFER_BINARY_DIR) + "/bin/";
 
-struct Run {
+struct CmdResult {
   int code;
   std::string out, err;
 };
@@ -44,7 +44,7 @@ fs::path scratch(const std::string& name) {
 }
 
 // Runs a shell command line; captures stdout and stderr.
-Run sh(const std::string& cmd, const fs::path& dir) {
+CmdResult sh(const std::string& cmd, const fs::path& dir) {
   const std::string o = (dir / "stdout").string(), e = (dir / "stderr").string();
   int rc = std::system((cmd + " >" + o + " 2>" + e).c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(o), slurp(e)};
@@ -56,7 +56,7 @@ std::string tiny() { return minfer::testing::generated_model("cli-tiny", "tiny",
 
 TEST(Cli, BadArgumentsGiveClearErrors) {
   auto d = scratch("args");
-  Run r = sh(kBin + "minfer", d);
+  CmdResult r = sh(kBin + "minfer", d);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("missing MODEL"), std::string::npos) << r.err;
   r = sh(kBin + "minfer x.gguf hi --bogus", d);
@@ -75,7 +75,7 @@ TEST(Cli, CorruptModelNamesTheFile) {
   auto d = scratch("corrupt");
   std::string bytes = slurp(p);
   std::ofstream(d / "cut.gguf", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
-  Run r = sh(kBin + "minfer " + (d / "cut.gguf").string() + " hi", d);
+  CmdResult r = sh(kBin + "minfer " + (d / "cut.gguf").string() + " hi", d);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cut.gguf"), std::string::npos) << r.err;
 }
@@ -84,7 +84,7 @@ TEST(Cli, TokenizePrintsIds) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
   auto d = scratch("tok");
-  Run r = sh(kBin + "minfer tokenize " + p + " 'Hello world'", d);
+  CmdResult r = sh(kBin + "minfer tokenize " + p + " 'Hello world'", d);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({9707, 1879}));
 }
@@ -96,7 +96,7 @@ TEST(Cli, PromptLongerThanContextIsAnError) {
   std::ofstream f(d / "long.txt");
   for (int i = 0; i < 5000; ++i) f << " word" << i % 10;
   f.close();
-  Run r = sh(kBin + "minfer " + p + " --file " + (d / "long.txt").string() + " -n 1", d);
+  CmdResult r = sh(kBin + "minfer " + p + " --file " + (d / "long.txt").string() + " -n 1", d);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
 }
@@ -105,7 +105,7 @@ TEST(Cli, GenerateAndDumpGraph) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
   auto d = scratch("gen");
-  Run r = sh(kBin + "minfer " + p + " 'Hello' -n 8 --dump-graph " + (d / "g.json").string(), d);
+  CmdResult r = sh(kBin + "minfer " + p + " 'Hello' -n 8 --dump-graph " + (d / "g.json").string(), d);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("decode:"), std::string::npos);
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
@@ -129,7 +129,7 @@ TEST(Cli, TraceIsRecordedAndValidates) {
   MINFER_REQUIRE_MODEL(p);
   auto d = scratch("trace");
   const std::string t = (d / "t.json").string();
-  Run r = sh("MINFER_TRACE=" + t + " " + kBin + "minfer " + p + " 'Hello there' -n 6 --quiet", d);
+  CmdResult r = sh("MINFER_TRACE=" + t + " " + kBin + "minfer " + p + " 'Hello there' -n 6 --quiet", d);
   ASSERT_EQ(r.code, 0) << r.err;
   ASSERT_TRUE(fs::exists(t));
   EXPECT_FALSE(fs::exists(t + ".partial"));
@@ -173,7 +173,7 @@ TEST(Cli, KillDuringRecordingLeavesAReadableTrace) {
   ASSERT_FALSE(j.is_discarded()) << "partial trace is not valid JSON after kill -9";
   EXPECT_EQ(j["complete"], false);
   EXPECT_GE(j["steps"].size(), 3u);
-  Run r = sh(kBin + "minfer-trace validate " + partial, d);
+  CmdResult r = sh(kBin + "minfer-trace validate " + partial, d);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
@@ -185,7 +185,7 @@ TEST(Cli, DiffOfMmqAndFloatPaths) {
   const std::string prompt = " 'The quick brown fox jumps over the lazy dog' -n 4 --quiet";
   ASSERT_EQ(sh("MINFER_TRACE=" + a + " " + kBin + "minfer " + p + prompt, d).code, 0);
   ASSERT_EQ(sh("MINFER_MMQ=0 MINFER_TRACE=" + b + " " + kBin + "minfer " + p + prompt, d).code, 0);
-  Run r = sh(kBin + "minfer-trace diff " + a + " " + b + " --json", d);
+  CmdResult r = sh(kBin + "minfer-trace diff " + a + " " + b + " --json", d);
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["a"]["matmul_path"], "mmq");

@@ -132,7 +132,9 @@ double rel_err(const std::vector<float>& got, const double* ref, size_t n) {
   return md / mr;
 }
 
-void check_model(const std::string& path, MatmulPath mp, double tol) {
+// tol: prefill hidden states; tol_gemv: logits and decode steps, which always take the quantized
+// GEMV (one row), so on quantized weights they carry the 8-bit activation rounding in both paths.
+void check_model(const std::string& path, MatmulPath mp, double tol, double tol_gemv) {
   auto m = Model::load(path);
   const std::vector<int32_t> prompt = {9707, 11, 847, 829, 374, 264, 1273, 13, 151644, 872};
   CpuBackend b(*m, mp);
@@ -150,7 +152,7 @@ void check_model(const std::string& path, MatmulPath mp, double tol) {
   }
   double el = rel_err(cap.logits, ref.logits.data(), ref.logits.size());
   std::printf("  logits: %.3g\n", el);
-  EXPECT_LT(el, tol);
+  EXPECT_LT(el, tol_gemv);
   // Decode steps: continue greedily and compare the last position against a full recompute.
   std::vector<int32_t> seq = prompt;
   GenerateOptions gd;
@@ -165,8 +167,8 @@ void check_model(const std::string& path, MatmulPath mp, double tol) {
   auto& last_layer = cap2.nodes.at("blk." + std::to_string(m->hp.n_layer - 1) + ".ffn_residual");
   double eh = rel_err(last_layer, ref2.layer_out.back().data() + (seq.size() - 1) * d, static_cast<size_t>(d));
   std::printf("  decode step %zu: logits %.3g, last layer %.3g\n", r.decode_s.size(), ed, eh);
-  EXPECT_LT(ed, tol);
-  EXPECT_LT(eh, tol);
+  EXPECT_LT(ed, tol_gemv);
+  EXPECT_LT(eh, tol_gemv);
 }
 
 }  // namespace
@@ -174,24 +176,24 @@ void check_model(const std::string& path, MatmulPath mp, double tol) {
 TEST(ReferenceF64, TinyF32FloatPath) {
   auto p = minfer::testing::generated_model("ref-tiny-f32", "tiny", GenWeights::F32);
   MINFER_REQUIRE_MODEL(p);
-  check_model(p, MatmulPath::Float, 1e-4);
+  check_model(p, MatmulPath::Float, 1e-4, 1e-4);
 }
 
 TEST(ReferenceF64, TinyF32MmqPath) {
   auto p = minfer::testing::generated_model("ref-tiny-f32", "tiny", GenWeights::F32);
   MINFER_REQUIRE_MODEL(p);
-  check_model(p, MatmulPath::MMQ, 1e-4);  // float weights: MMQ uses the float dot
+  check_model(p, MatmulPath::MMQ, 1e-4, 1e-4);  // float weights: MMQ uses the float dot
 }
 
 TEST(ReferenceF64, TinyQ8_0BothPaths) {
   auto p = minfer::testing::generated_model("ref-tiny-q8", "tiny", GenWeights::Q8_0);
   MINFER_REQUIRE_MODEL(p);
-  check_model(p, MatmulPath::Float, 1e-4);  // same dequantized weights as the reference
-  check_model(p, MatmulPath::MMQ, 3e-2);    // 8-bit activations: bounded, visible error
+  check_model(p, MatmulPath::Float, 1e-4, 3e-2);  // same dequantized weights as the reference
+  check_model(p, MatmulPath::MMQ, 3e-2, 3e-2);  // 8-bit activations: bounded, visible error
 }
 
 TEST(ReferenceF64, TinyQ4KMixMmq) {
   auto p = minfer::testing::generated_model("ref-tiny-q4km", "tiny", GenWeights::Q4_K_M);
   MINFER_REQUIRE_MODEL(p);
-  check_model(p, MatmulPath::MMQ, 3e-2);
+  check_model(p, MatmulPath::MMQ, 3e-2, 3e-2);
 }
