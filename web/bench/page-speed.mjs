@@ -32,7 +32,8 @@ try {
     await page.waitForFunction(() => performance.getEntriesByName('minfer:graph-painted').length > 0 || document.body.dataset.state === 'error', null, { timeout: 60000 });
     const state = await page.evaluate(() => document.body.dataset.state);
     if (state === 'error') throw new Error(await page.textContent('.error-box'));
-    loads.push(await page.evaluate(() => performance.getEntriesByName('minfer:graph-painted')[0].startTime));
+    loads.push(await page.evaluate(() => Object.fromEntries(['minfer:fetched', 'minfer:parsed', 'minfer:graph-painted']
+      .map((m) => [m.replace('minfer:', ''), Math.round(performance.getEntriesByName(m)[0]?.startTime ?? -1)]))));
   }
   const info = await page.evaluate(() => ({ steps: window.minferViz.steps(), nodes: window.minferViz.nodeCount() }));
   // Inspect a node so each step change also redraws the inspector (heatmap, histogram).
@@ -57,7 +58,8 @@ try {
   const perfMem = await page.evaluate(() => performance.memory ? performance.memory.usedJSHeapSize : null);
   console.log(JSON.stringify({
     server: server.kind, trace: name, trace_bytes: statSync(join(tracesDir, name)).size, steps: info.steps, graph_nodes: info.nodes,
-    first_graph_paint_ms: { cold: round(loads[0]), warm: round(loads[1]) },
+    first_graph_paint_ms: { cold: loads[0]['graph-painted'], warm: loads[1]['graph-painted'] },
+    load_phases_ms_since_navigation: { cold: loads[0], warm: loads[1] },
     step_change_ms: { median_to_paint: round(median(times.toPaint)), p95_to_paint: round(p95(times.toPaint)),
                       median_js: round(median(times.js)), max_js: round(Math.max(...times.js)), samples: nSteps,
                       median_js_parts: Object.fromEntries(Object.entries(times.parts).map(([k, xs]) => [k, round(median(xs))])) },

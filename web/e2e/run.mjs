@@ -48,7 +48,12 @@ async function test(name, fn) {
 }
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 const shots = [];
-async function shot(name) { const p = join(OUT, `${name}.png`); await page.screenshot({ path: p }); shots.push(p); }
+async function shot(name) {
+  if (await page.$('button:has-text("fit width")')) await page.click('button:has-text("fit width")');   // a tidy graph
+  const p = join(OUT, `${name}.png`);
+  await page.screenshot({ path: p });
+  shots.push(p);
+}
 async function ready() { await page.waitForSelector('body[data-state="ready"], body[data-state="error"]', { timeout: 30000 }); }
 const api = async (path) => (await fetch(server.url + path)).json();
 
@@ -128,6 +133,39 @@ await test('step slider changes the values', async () => {
   await page.waitForFunction(() => document.body.dataset.step === '3');
   await page.keyboard.press('[');
   await page.waitForFunction(() => document.body.dataset.step === '2');
+});
+
+await test('graph controls: keys, back stack, search, collapse, metric, filters', async () => {
+  await page.evaluate((id) => window.minferViz.selectNode(id), nodeId);
+  await page.click('.graph-svg', { position: { x: 5, y: 5 } });
+  await page.keyboard.press('ArrowRight');
+  const next = await page.evaluate(() => Number(document.body.dataset.node));
+  check(next > nodeId, `→ did not move to a later node (${nodeId} → ${next})`);
+  await page.keyboard.press('Backspace');
+  await page.waitForFunction((id) => document.body.dataset.node === String(id), nodeId);
+  // space plays the steps, space again pauses
+  await page.evaluate(() => window.minferViz.setStep(1));
+  await page.keyboard.press(' ');
+  await page.waitForFunction(() => Number(document.body.dataset.step) >= 2, null, { timeout: 5000 });
+  await page.keyboard.press(' ');
+  check(/play/.test(await page.textContent('#play')), 'play button did not return to "play" after pausing');
+  await page.fill('#search', 'ffn_down');
+  await page.press('#search', 'Enter');
+  await page.waitForFunction(() => /ffn_down$/.test(document.querySelector('.inspector .node-title')?.textContent ?? ''));
+  check((await page.$$('.graph-svg .node.match')).length >= 1, 'search marked no node');
+  await page.press('#search', 'Escape');
+  await page.click('text=collapse layers');
+  check(await page.$$eval('.graph-svg .row.collapsed', (r) => r.length) >= 1, 'no layer collapsed');
+  check(await page.$$eval('.graph-svg .row.collapsed .mini', (m) => m.length) > 5, 'collapsed layers show no summary strip');
+  await page.click('text=expand layers');
+  check(await page.$$eval('.graph-svg .row.collapsed', (r) => r.length) === 0, 'layers did not expand');
+  await page.selectOption('#metric', 'time');
+  check(/time \(µs\)/.test(await page.textContent('.graph-legend')), 'legend does not name the time metric and unit');
+  await page.selectOption('#metric', 'absmax');
+  await page.uncheck('#filter-ffn');
+  const dimmed = await page.$$eval('.graph-svg .node.path-ffn', (ns) => ns.every((n) => n.classList.contains('dim')));
+  check(dimmed, 'unchecking FFN did not dim the FFN nodes');
+  await page.check('#filter-ffn');
 });
 
 await test('tokens strip and top-k chart', async () => {

@@ -3,6 +3,7 @@
 import { fetchComparison, fetchTrace, listTraces } from './io/api';
 import { readLocalFile } from './io/read-file';
 import type { Comparison } from './model/compare';
+import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
 import { METRICS, metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
 import type { Trace, TraceGraph } from './model/types';
@@ -89,7 +90,8 @@ export class App {
       history.replaceState(null, '', location.pathname);
       this.show(trace, null, null);
     } catch (e) {
-      this.showError(`Could not open ${f.name}: ${(e as Error).message}`);
+      // A TraceError already starts with the file name.
+      this.showError(e instanceof TraceError ? e.message : `${f.name}: ${(e as Error).message}`);
     }
   }
 

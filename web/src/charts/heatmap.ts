@@ -10,7 +10,7 @@ export interface HeatmapOptions { width: number; mode: ValueScaleMode; title?: s
 export function heatmap(grid: ValueGrid, opts: HeatmapOptions): HTMLElement {
   const scale = valueScale(grid.values, opts.mode);
   const cell = Math.max(2, Math.min(14, Math.floor(opts.width / grid.cols)));
-  const cellH = grid.rows === 1 ? 22 : Math.max(3, Math.min(14, cell));
+  const cellH = grid.rows === 1 ? 22 : Math.max(3, Math.min(20, Math.floor(160 / grid.rows)));
   const w = cell * grid.cols, h = cellH * grid.rows;
   const canvas = el('canvas', { class: 'heatmap-canvas', width: w, height: h, 'data-rows': grid.rows, 'data-cols': grid.cols });
   const ctx = canvas.getContext('2d')!;

@@ -21,7 +21,10 @@ export function histogram(h: Histogram, width: number): HTMLElement {
     .attr('y', (d) => y(d)).attr('height', (d) => height - m.b - y(d)).attr('fill', '#4c78a8')
     .append('title').text((d, i) => `[${fmtNum(lo + i * bw)}, ${fmtNum(lo + (i + 1) * bw)}): ${fmtInt(d)} values`);
   svg.append('g').attr('transform', `translate(0,${height - m.b})`).call(axisBottom(x).ticks(5).tickFormat((d) => fmtNum(+d, 3)));
-  svg.append('g').attr('transform', `translate(${m.l},0)`).call(axisLeft(y).ticks(3).tickFormat((d) => fmtInt(+d)));
+  const yTicks = [0];
+  for (let p = 1; p <= maxCount; p *= 10) yTicks.push(p);
+  if (maxCount > yTicks[yTicks.length - 1] * 2) yTicks.push(maxCount);
+  svg.append('g').attr('transform', `translate(${m.l},0)`).call(axisLeft(y).tickValues(yTicks).tickFormat((d) => fmtInt(+d)));
   svg.append('text').attr('x', width - m.r).attr('y', height - 2).attr('text-anchor', 'end').attr('class', 'axis-label').text('value (activation units)');
   return el('div', { class: 'histogram-wrap' }, svg.node()!,
     el('div', { class: 'legend-note', text: `${h.counts.length} bins over [${fmtNum(h.lo)}, ${fmtNum(h.hi)}]; count axis symmetric-log (values per bin)` +

@@ -35,7 +35,11 @@ export async function listTraces(): Promise<TraceEntry[]> {
 
 export async function fetchTrace(name: string): Promise<Trace> {
   const r = await get(`api/traces/${encodeURIComponent(name)}`);
-  return parseTraceText(await bytesToText(await r.arrayBuffer()), name);
+  const text = await bytesToText(await r.arrayBuffer());
+  performance.mark('minfer:fetched');
+  const trace = parseTraceText(text, name);
+  performance.mark('minfer:parsed');
+  return trace;
 }
 
 export async function fetchComparison(a: string, b: string): Promise<Comparison> {
