@@ -10,8 +10,14 @@
 
 #include "core/fp16.h"
 
+
 namespace minfer::qimpl {
 namespace {
+
+// f16 -> f32 through F16C's vector form: the scalar vcvtsh2ss that _Float16 compiles to merges
+// into its destination register and chained the blocks' scale computations into one long
+// dependency through the loop.
+inline float h2f(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -37,10 +43,12 @@ inline __m256i dot_s8s8(__m256i x, __m256i y) {
 }
 
 // 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15) then high (16..31).
+// The 16 bytes go to both lanes by a broadcast load; a per-lane variable shift (0 | 4) then
+// brings the high nibbles down in the upper lane without a cross-lane shuffle.
 inline __m256i unpack_nibbles(const uint8_t* qs) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 // 32 bits -> 32 bytes, 0xFF where the bit is set.
 inline __m256i expand_bits(const uint8_t* p) {
@@ -53,28 +61,28 @@ inline __m256i expand_bits(const uint8_t* p) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
 }
 
-inline __m256 scale8(uint16_t a, uint16_t b) { return _mm256_set1_ps(fp16_to_f32(a) * fp16_to_f32(b)); }
+inline __m256 scale8(uint16_t a, uint16_t b) { return _mm256_set1_ps(h2f(a) * h2f(b)); }
 
+// Q4_0: unsigned codes 0..15 straight into the u8 x s8 product, minus 8 * sum(a) (one more
+// dot against a constant 8) - fewer instructions than recentring and the sign trick.
+inline __m256i q4_0_block_dot(const BlockQ4_0& x, const BlockQ8_0& y) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs));
+  return _mm256_sub_epi32(dot_u8s8(_mm256_setzero_si256(), unpack_nibbles(x.qs), a),
+                          dot_u8s8(_mm256_setzero_si256(), _mm256_set1_epi8(8), a));
+}
 float dot_q4_0(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(act);
   const int64_t nb = n / QK;
-  const __m256i eight = _mm256_set1_epi8(8);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 1 < nb; i += 2) {  // two independent chains hide the FMA latency
-    const __m256i q0 = _mm256_sub_epi8(unpack_nibbles(x[i].qs), eight);
-    const __m256i q1 = _mm256_sub_epi8(unpack_nibbles(x[i + 1].qs), eight);
-    const __m256i p0 = dot_s8s8(q0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
-    const __m256i p1 = dot_s8s8(q1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs)));
-    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p0), acc0);
-    acc1 = _mm256_fmadd_ps(scale8(x[i + 1].d, y[i + 1].d), _mm256_cvtepi32_ps(p1), acc1);
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(q4_0_block_dot(x[i], y[i])), acc0);
+    acc1 = _mm256_fmadd_ps(scale8(x[i + 1].d, y[i + 1].d),
+                           _mm256_cvtepi32_ps(q4_0_block_dot(x[i + 1], y[i + 1])), acc1);
   }
-  for (; i < nb; ++i) {
-    const __m256i q = _mm256_sub_epi8(unpack_nibbles(x[i].qs), eight);
-    const __m256i p = dot_s8s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
-    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc0);
-  }
+  for (; i < nb; ++i)
+    acc0 = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(q4_0_block_dot(x[i], y[i])), acc0);
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
@@ -123,7 +131,7 @@ float dot_q4_1(int64_t n, const void* w, const void* act) {
     const __m256i p = dot_u8s8(_mm256_setzero_si256(), unpack_nibbles(x[i].qs),
                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
     acc = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc);
-    offsets += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    offsets += h2f(x[i].m) * h2f(y[i].s);
   }
   return hsum(acc) + offsets;
 }
@@ -139,7 +147,7 @@ float dot_q5_1(int64_t n, const void* w, const void* act) {
     const __m256i p = dot_u8s8(_mm256_setzero_si256(), q,
                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs)));
     acc = _mm256_fmadd_ps(scale8(x[i].d, y[i].d), _mm256_cvtepi32_ps(p), acc);
-    offsets += fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    offsets += h2f(x[i].m) * h2f(y[i].s);
   }
   return hsum(acc) + offsets;
 }
@@ -177,8 +185,8 @@ float dot_affine_k(int64_t n, const Block* x, const BlockQ8_K* y) {
       const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), _mm256_set1_epi16(sc[2 * g + 1]));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16_to_f32(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-    mins_total += y[i].d * fp16_to_f32(x[i].dmin) * static_cast<float>(dot_min);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    mins_total += y[i].d * h2f(x[i].dmin) * static_cast<float>(dot_min);
   }
   return hsum(acc) - mins_total;
 }
@@ -222,51 +230,47 @@ float dot_q6_k(int64_t n, const void* w, const void* act) {
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
       }
     }
-    const float d = fp16_to_f32(x[i].d) * y[i].d;
+    const float d = h2f(x[i].d) * y[i].d;
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     offsets += d * 32.0f * static_cast<float>(off);
   }
   return hsum(acc) - offsets;
 }
 
+// Float weights: 4 independent accumulators (32 elements per step) cover the FMA latency.
+template <class Load8, class LoadOne>
+float dot_float(int64_t n, const float* a, Load8 load8, LoadOne load1) {
+  __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) s[u] = _mm256_fmadd_ps(load8(i + 8 * u), _mm256_loadu_ps(a + i + 8 * u), s[u]);
+  for (; i + 8 <= n; i += 8) s[0] = _mm256_fmadd_ps(load8(i), _mm256_loadu_ps(a + i), s[0]);
+  float tail = 0;
+  for (; i < n; ++i) tail += load1(i) * a[i];
+  return hsum(_mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3]))) + tail;
+}
 float dot_f32(int64_t n, const void* w, const void* act) {
   const float* x = static_cast<const float*>(w);
-  const float* a = static_cast<const float*>(act);
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(a + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(a + i + 8), s1);
-  }
-  float tail = 0;
-  for (; i < n; ++i) tail += x[i] * a[i];
-  return hsum(_mm256_add_ps(s0, s1)) + tail;
+  return dot_float(n, static_cast<const float*>(act), [x](int64_t i) { return _mm256_loadu_ps(x + i); },
+                   [x](int64_t i) { return x[i]; });
 }
 float dot_f16(int64_t n, const void* w, const void* act) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
-  const float* a = static_cast<const float*>(act);
-  __m256 s = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    s = _mm256_fmadd_ps(v, _mm256_loadu_ps(a + i), s);
-  }
-  float tail = 0;
-  for (; i < n; ++i) tail += fp16_to_f32(x[i]) * a[i];
-  return hsum(s) + tail;
+  return dot_float(
+      n, static_cast<const float*>(act),
+      [x](int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))); },
+      [x](int64_t i) { return h2f(x[i]); });
 }
 float dot_bf16(int64_t n, const void* w, const void* act) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
-  const float* a = static_cast<const float*>(act);
-  __m256 s = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    s = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(a + i), s);
-  }
-  float tail = 0;
-  for (; i < n; ++i) tail += bf16_to_f32(x[i]) * a[i];
-  return hsum(s) + tail;
+  return dot_float(
+      n, static_cast<const float*>(act),
+      [x](int64_t i) {
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+      },
+      [x](int64_t i) { return bf16_to_f32(x[i]); });
 }
 
 // Q4_0 / Q5_0 / Q8_0 weight codes as int8 (q - offset), one 32-element block.
@@ -289,12 +293,12 @@ void dot4_q8_family(int64_t n, const void* w, const void* act, size_t a_stride, 
   for (int64_t i = 0; i < n / QK; ++i) {
     const __m256i q = Codes(x[i]);
     const __m256i aq = _mm256_sign_epi8(q, q);
-    const float dw = fp16_to_f32(x[i].d);
+    const float dw = h2f(x[i].d);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const __m256i yt = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
       const __m256i p = dot_u8s8(_mm256_setzero_si256(), aq, _mm256_sign_epi8(yt, q));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * fp16_to_f32(y[t][i].d)), _mm256_cvtepi32_ps(p), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), _mm256_cvtepi32_ps(p), acc[t]);
     }
   }
   for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]);
