@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/weight_type.h"
@@ -19,6 +20,8 @@ struct GGUFTensorInfo {
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
   int64_t n_elements() const;
+  int64_t n_rows() const { return ne.empty() || ne[0] == 0 ? 0 : n_elements() / ne[0]; }
+  std::string shape_string() const;  // "[896, 151936]"
 };
 
 class GGUFFile {
@@ -36,6 +39,7 @@ class GGUFFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   size_t file_size() const { return size_; }
+  uint64_t data_offset() const { return data_offset_; }  // aligned start of the data section
 
   const std::vector<std::pair<std::string, GGUFValue>>& metadata() const { return kv_; }
   const GGUFValue* find(const std::string& key) const;  // nullptr when absent
@@ -46,6 +50,13 @@ class GGUFFile {
   std::string get_string(const std::string& key) const;
   std::vector<std::string> get_string_array(const std::string& key) const;
   std::vector<int64_t> get_int_array(const std::string& key) const;
+  std::vector<float> get_float_array(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+  // Optional keys: the fallback when absent, the same type errors when present.
+  int64_t get_int_or(const std::string& key, int64_t fallback) const;
+  double get_float_or(const std::string& key, double fallback) const;
+  bool get_bool_or(const std::string& key, bool fallback) const;
+  std::string get_string_or(const std::string& key, const std::string& fallback) const;
 
   const std::vector<GGUFTensorInfo>& tensors() const { return tensors_; }
   const GGUFTensorInfo* find_tensor(const std::string& name) const;  // nullptr when absent
@@ -60,8 +71,10 @@ class GGUFFile {
   void* mapping_ = nullptr;  // munmap on destruction when set
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, GGUFValue>> kv_;
   std::vector<GGUFTensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> kv_index_, tensor_index_;
 };
 
 }  // namespace minfer

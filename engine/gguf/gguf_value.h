@@ -10,7 +10,10 @@ enum class GGUFValueType : uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
   BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
-const char* gguf_value_type_name(GGUFValueType t);
+const char* gguf_value_type_name(GGUFValueType t);  // "UINT8" ...; "unknown" for bad ids
+bool gguf_value_type_valid(uint32_t id);
+// Levels of arrays one value may have (an array of arrays is 2); deeper files are refused.
+inline constexpr int kGGUFMaxArrayNesting = 8;
 
 struct GGUFValue {
   GGUFValueType type = GGUFValueType::UINT32;
@@ -22,21 +25,37 @@ struct GGUFValue {
   GGUFValueType elem_type = GGUFValueType::UINT8;  // ARRAY
   std::vector<GGUFValue> arr;                      // ARRAY
 
+  static GGUFValue u8(uint8_t v);
+  static GGUFValue i8(int8_t v);
+  static GGUFValue u16(uint16_t v);
+  static GGUFValue i16(int16_t v);
   static GGUFValue u32(uint32_t v);
   static GGUFValue i32(int32_t v);
   static GGUFValue u64(uint64_t v);
+  static GGUFValue i64(int64_t v);
   static GGUFValue f32(float v);
+  static GGUFValue f64(double v);
   static GGUFValue boolean(bool v);
   static GGUFValue str(std::string v);
+  // An array of `elem_type`; every element must have that type (checked by the writer).
+  static GGUFValue array(GGUFValueType elem_type, std::vector<GGUFValue> elems);
   static GGUFValue str_array(const std::vector<std::string>& v);
   static GGUFValue i32_array(const std::vector<int32_t>& v);
+  static GGUFValue f32_array(const std::vector<float>& v);
 
-  bool is_integer() const;
-  bool is_float() const;
+  bool is_integer() const;  // UINT8..INT64 (not BOOL)
+  bool is_float() const;    // FLOAT32, FLOAT64
   // Converting reads; throw Error (naming `what`) on a type that does not convert.
+  // as_int also takes BOOL (0/1) and refuses a UINT64 above INT64_MAX; as_float takes integers.
   int64_t as_int(const std::string& what) const;
   double as_float(const std::string& what) const;
+  bool as_bool(const std::string& what) const;  // BOOL only
   const std::string& as_string(const std::string& what) const;
+
+  // Structural equality: type, element type and value (floats by bit pattern, so NaN == NaN).
+  bool operator==(const GGUFValue& o) const;
+  // Short human-readable form for messages and dumps: 42, "text", [3 x UINT8] ...
+  std::string to_string() const;
 };
 
 }  // namespace minfer

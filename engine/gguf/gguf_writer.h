@@ -10,14 +10,22 @@
 
 namespace minfer {
 
+// Values are checked when written: a scalar must fit its type (UINT8 holds 0..255), every
+// array element must have the array's element type. Problems throw Error naming the key/tensor.
 class GGUFWriter {
  public:
   void set(const std::string& key, GGUFValue v);  // replaces an existing key, keeps order
   void set_alignment(uint64_t a);                 // also writes general.alignment
   // ne in GGUF order (ne[0] fastest). data must hold exactly the bytes the shape/type need.
+  // Names must be unique and shorter than 64 bytes (ggml's limit, so other tools read them).
   void add_tensor(const std::string& name, std::vector<int64_t> ne, WeightType type,
                   std::vector<uint8_t> data);
   void write(const std::string& path) const;
+  // The same bytes write() puts in the file (for tests and in-memory parsing).
+  std::vector<uint8_t> to_bytes() const;
+
+  uint64_t alignment() const { return alignment_; }
+  size_t n_tensors() const { return tensors_.size(); }
 
  private:
   uint64_t alignment_ = 32;
@@ -29,6 +37,9 @@ class GGUFWriter {
     std::vector<uint8_t> data;
   };
   std::vector<Tensor> tensors_;
+
+  // Header, metadata, tensor infos and the padding up to the data section.
+  std::vector<uint8_t> encode_header(const std::string& label) const;
 };
 
 }  // namespace minfer

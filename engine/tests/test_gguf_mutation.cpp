@@ -1,0 +1,305 @@
+// Mutation test of the GGUF reader: a valid file with many metadata types and several tensors
+// is truncated, bit-flipped, overwritten, shortened and lengthened thousands of times (seeded);
+// every copy must either parse or throw minfer::Error — never crash, hang, read out of bounds
+// (run under ASan+UBSan by scripts/run-gguf-fuzz.sh) or allocate far beyond its own size.
+//
+// Reproduce one case: MINFER_GGUF_MUTATION_ONLY=<case> test_gguf_mutation
+// More cases:         MINFER_GGUF_MUTATIONS=<count> test_gguf_mutation
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <set>
+
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+// Allocation accounting: the largest single allocation and the total allocated while a parse
+// runs, so that "never a huge allocation" is checked, not assumed.
+namespace {
+std::atomic<bool> g_tracking{false};
+std::atomic<size_t> g_largest{0}, g_total{0};
+}  // namespace
+
+void* operator new(size_t n) {
+  if (g_tracking.load(std::memory_order_relaxed)) {
+    g_total.fetch_add(n, std::memory_order_relaxed);
+    size_t cur = g_largest.load(std::memory_order_relaxed);
+    while (n > cur && !g_largest.compare_exchange_weak(cur, n)) {
+    }
+  }
+  void* p = std::malloc(n ? n : 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // these are the replaced pair
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace minfer {
+namespace {
+
+using VT = GGUFValueType;
+
+// A small but varied Qwen2-like file: every value type, arrays, nested arrays, six tensors.
+std::vector<uint8_t> base_file() {
+  std::mt19937 rng(2024);
+  GGUFWriter w;
+  w.set_alignment(32);
+  w.set("general.architecture", GGUFValue::str("qwen2"));
+  w.set("general.name", GGUFValue::str("mutation-base"));
+  w.set("general.file_type", GGUFValue::u32(7));
+  w.set("qwen2.context_length", GGUFValue::u32(32768));
+  w.set("qwen2.embedding_length", GGUFValue::u64(896));
+  w.set("qwen2.block_count", GGUFValue::i32(24));
+  w.set("qwen2.rope.freq_base", GGUFValue::f32(1e6f));
+  w.set("qwen2.attention.layer_norm_rms_epsilon", GGUFValue::f64(1e-6));
+  w.set("x.u8", GGUFValue::u8(200));
+  w.set("x.i8", GGUFValue::i8(-100));
+  w.set("x.u16", GGUFValue::u16(60000));
+  w.set("x.i16", GGUFValue::i16(-30000));
+  w.set("x.i64", GGUFValue::i64(-(int64_t{1} << 50)));
+  w.set("tokenizer.ggml.add_bos_token", GGUFValue::boolean(false));
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int k = 0; k < 48; ++k) {
+    tokens.push_back("tok" + std::to_string(k * 37 % 101) + (k % 5 ? "" : " Ġx"));
+    types.push_back(k % 6 + 1);
+  }
+  w.set("tokenizer.ggml.tokens", GGUFValue::str_array(tokens));
+  w.set("tokenizer.ggml.token_type", GGUFValue::i32_array(types));
+  w.set("tokenizer.ggml.merges", GGUFValue::str_array({"Ġ t", "h e", "Ġt he", "i n"}));
+  w.set("x.floats", GGUFValue::f32_array({0.5f, -2.f, 1e-3f, 7.f}));
+  w.set("x.nested",
+        GGUFValue::array(VT::ARRAY, {GGUFValue::array(VT::UINT16, {GGUFValue::u16(1)}),
+                                     GGUFValue::str_array({"a", "bc"}),
+                                     GGUFValue::array(VT::ARRAY, {GGUFValue::i32_array({9})})}));
+  auto add = [&](const char* name, std::vector<int64_t> ne, WeightType t) {
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    std::vector<uint8_t> data(n / info(t).block_elems * info(t).block_bytes);
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    w.add_tensor(name, ne, t, data);
+  };
+  add("token_embd.weight", {32, 3}, WeightType::Q8_0);
+  add("blk.0.attn_norm.weight", {8}, WeightType::F32);
+  add("blk.0.attn_q.weight", {8, 2}, WeightType::F16);
+  add("blk.0.ffn_down.weight", {256}, WeightType::Q4_K);
+  add("blk.0.ffn_up.weight", {256}, WeightType::Q6_K);
+  add("output_norm.weight", {4, 2}, WeightType::BF16);
+  return w.to_bytes();
+}
+
+// Values a parser finds interesting at a count/length/offset/type position.
+const uint64_t kInteresting[] = {0,          1,          2,          3,         4,
+                                 7,          8,          9,          12,        13,
+                                 31,         32,         33,         255,       256,
+                                 65535,      0x7fffffff, 0x80000000, 0xffffffff, 1ull << 32,
+                                 1ull << 40, 1ull << 62, 1ull << 63, ~0ull,     ~0ull - 31};
+
+struct Mutator {
+  std::mt19937_64 rng;
+  size_t header_end;  // mutations favour the header: the data section carries no structure
+  std::string description;
+
+  size_t pick_pos(size_t size) {
+    if (size == 0) return 0;
+    size_t limit = (rng() % 10 < 8) ? std::min(size, header_end) : size;
+    return rng() % limit;
+  }
+  void note(const std::string& s) { description += (description.empty() ? "" : ", ") + s; }
+
+  void mutate_once(std::vector<uint8_t>& b) {
+    switch (rng() % 7) {
+      case 0: {  // truncate
+        size_t n = b.empty() ? 0 : pick_pos(b.size());
+        b.resize(n);
+        note("truncate to " + std::to_string(n));
+        break;
+      }
+      case 1: {  // flip bits
+        int n = static_cast<int>(rng() % 4) + 1;
+        for (int k = 0; k < n && !b.empty(); ++k) {
+          size_t p = pick_pos(b.size());
+          b[p] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          note("flip bit at " + std::to_string(p));
+        }
+        break;
+      }
+      case 2: {  // overwrite random bytes
+        int n = static_cast<int>(rng() % 8) + 1;
+        size_t p = pick_pos(b.size());
+        for (int k = 0; k < n && p + k < b.size(); ++k) b[p + k] = static_cast<uint8_t>(rng());
+        note("overwrite " + std::to_string(n) + " bytes at " + std::to_string(p));
+        break;
+      }
+      case 3: {  // an interesting 4- or 8-byte value
+        uint64_t v = kInteresting[rng() % std::size(kInteresting)];
+        size_t width = rng() % 2 ? 8 : 4;
+        size_t p = pick_pos(b.size());
+        for (size_t k = 0; k < width && p + k < b.size(); ++k)
+          b[p + k] = static_cast<uint8_t>(v >> (8 * k));
+        note("write " + std::to_string(v) + " (" + std::to_string(width) + " bytes) at " +
+             std::to_string(p));
+        break;
+      }
+      case 4: {  // erase a range (shifts everything after it)
+        size_t p = pick_pos(b.size());
+        size_t n = std::min<size_t>(rng() % 16 + 1, b.size() - p);
+        b.erase(b.begin() + p, b.begin() + p + n);
+        note("erase " + std::to_string(n) + " at " + std::to_string(p));
+        break;
+      }
+      case 5: {  // insert random bytes
+        size_t p = pick_pos(b.size());
+        size_t n = rng() % 16 + 1;
+        std::vector<uint8_t> ins(n);
+        for (auto& x : ins) x = static_cast<uint8_t>(rng());
+        b.insert(b.begin() + p, ins.begin(), ins.end());
+        note("insert " + std::to_string(n) + " at " + std::to_string(p));
+        break;
+      }
+      case 6: {  // copy a chunk of the file over another place (plausible-looking structure)
+        if (b.size() < 2) break;
+        size_t from = pick_pos(b.size()), to = pick_pos(b.size());
+        size_t n = std::min<size_t>({rng() % 24 + 1, b.size() - from, b.size() - to});
+        std::memmove(&b[to], &b[from], n);
+        note("copy " + std::to_string(n) + " from " + std::to_string(from) + " to " +
+             std::to_string(to));
+        break;
+      }
+    }
+  }
+};
+
+// Reads everything a successful parse exposes, so that bad pointers show up under ASan.
+uint64_t touch_everything(const GGUFFile& f, const uint8_t* buf, size_t size) {
+  uint64_t sum = 0;
+  for (const auto& [key, v] : f.metadata()) {
+    sum += key.size() + v.to_string().size();
+    for (const auto& e : v.arr) sum += e.to_string().size();
+  }
+  for (const char* key : {"general.architecture", "qwen2.block_count", "tokenizer.ggml.tokens",
+                          "tokenizer.ggml.token_type", "x.floats", "general.alignment"}) {
+    try {
+      if (f.find(key) && f.find(key)->type == VT::ARRAY) {
+        sum += f.get_string_array(key).size();
+      } else {
+        sum += static_cast<uint64_t>(f.get_int(key));
+      }
+    } catch (const Error&) {
+      // A mutated type is a legitimate Error from a getter.
+    }
+  }
+  for (const auto& t : f.tensors()) {
+    EXPECT_GE(t.data, buf);
+    EXPECT_LE(t.data + t.nbytes, buf + size) << t.name;
+    EXPECT_EQ(t.nbytes, row_bytes(t.type, t.ne[0]) * static_cast<size_t>(t.n_rows()));
+    for (size_t k = 0; k < t.nbytes; ++k) sum += t.data[k];
+  }
+  return sum;
+}
+
+// "tensor 'blk.0.x' (tensor info 3): dimension 1 is 0" -> "tensor '' (tensor info #): ..."
+std::string message_kind(const std::string& msg) {
+  std::string out;
+  bool quoted = false;
+  for (char ch : msg) {
+    if (ch == '\'') quoted = !quoted, out += ch;
+    else if (quoted) continue;
+    else if (ch >= '0' && ch <= '9') {
+      if (out.empty() || out.back() != '#') out += '#';
+    } else out += ch;
+  }
+  return out;
+}
+
+thread_local std::string g_current_case;
+#if defined(__SANITIZE_ADDRESS__)
+void on_sanitizer_death() { std::fprintf(stderr, "\ncrashing case: %s\n", g_current_case.c_str()); }
+#endif
+
+size_t env_size(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : fallback;
+}
+
+TEST(GGUFMutation, ThousandsOfCorruptCopiesParseOrThrowError) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+  const std::vector<uint8_t> base = base_file();
+  auto good = GGUFFile::from_memory(base.data(), base.size(), "base.gguf");
+  ASSERT_EQ(good->tensors().size(), 6u);
+  const size_t header_end = good->data_offset();
+
+  const size_t n_cases = env_size("MINFER_GGUF_MUTATIONS", 20000);
+  const size_t only = env_size("MINFER_GGUF_MUTATION_ONLY", SIZE_MAX);
+  ASSERT_GE(n_cases, 3000u);
+  size_t parsed = 0, rejected = 0;
+  std::set<std::string> kinds;
+  size_t most_allocated = 0, most_allocated_case = 0, most_allocated_input = 0;
+  for (size_t c = 0; c < n_cases; ++c) {
+    if (only != SIZE_MAX && c != only) continue;
+    Mutator m{std::mt19937_64(0x9e3779b97f4a7c15ULL ^ c), header_end, ""};
+    std::vector<uint8_t> bytes = base;
+    int n_mut = static_cast<int>(m.rng() % 3) + 1;
+    for (int k = 0; k < n_mut; ++k) m.mutate_once(bytes);
+    g_current_case = "case " + std::to_string(c) + ": " + m.description;
+
+    // An exact-size heap buffer: one byte past the end is outside the allocation.
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size() ? bytes.size() : 1]);
+    std::memcpy(buf.get(), bytes.data(), bytes.size());
+    g_largest = 0;
+    g_total = 0;
+    g_tracking = true;
+    try {
+      auto f = GGUFFile::from_memory(buf.get(), bytes.size(), "m.gguf");
+      g_tracking = false;
+      touch_everything(*f, buf.get(), bytes.size());
+      ++parsed;
+    } catch (const Error& e) {
+      g_tracking = false;
+      ++rejected;
+      std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("m.gguf: ", 0), 0u) << g_current_case << "\n" << msg;
+      kinds.insert(message_kind(msg));
+      if (only != SIZE_MAX) std::printf("%s\n  -> %s\n", g_current_case.c_str(), msg.c_str());
+    } catch (const std::exception& e) {
+      g_tracking = false;
+      ADD_FAILURE() << g_current_case << ": threw a non-minfer exception: " << e.what();
+    }
+    // Parsed values cost a bounded multiple of the bytes they came from (GGUFValue per
+    // 1-byte array element is the worst case), never an allocation driven by a bad count.
+    const size_t budget = 128 * bytes.size() + (64 << 10);
+    EXPECT_LE(g_total.load(), budget) << g_current_case;
+    EXPECT_LE(g_largest.load(), budget) << g_current_case;
+    if (g_total.load() > most_allocated)
+      most_allocated = g_total.load(), most_allocated_case = c, most_allocated_input = bytes.size();
+    if (HasFailure()) break;  // one clear failure beats thousands of copies of it
+  }
+  std::printf("mutations: %zu cases, %zu parsed, %zu rejected, %zu distinct error kinds; "
+              "most allocated by one parse: %zu bytes for a %zu-byte input (case %zu)\n",
+              parsed + rejected, parsed, rejected, kinds.size(), most_allocated,
+              most_allocated_input, most_allocated_case);
+  if (only == SIZE_MAX) {
+    EXPECT_GT(parsed, 0u) << "no mutated copy parsed: the mutations are too coarse";
+    EXPECT_GT(rejected, n_cases / 2) << "most mutations of the header should be rejected";
+    // The mutations must reach deep into the format, not only break the magic.
+    EXPECT_GE(kinds.size(), 20u);
+    for (const auto& k : kinds) std::printf("  %s\n", k.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace minfer
