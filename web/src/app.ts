@@ -167,7 +167,8 @@ export class App {
     const slider = document.getElementById('step-slider') as HTMLInputElement | null;
     if (slider) slider.value = String(i);
     const label = document.getElementById('step-label');
-    if (label) label.textContent = `step ${i} / ${t.steps.length - 1} · ${step.phase} · ${step.tokens.length} token(s) in · ${fmtMs(step.timeMs)}`;
+    if (label) label.textContent = `step ${i} / ${t.steps.length - 1} · ${step.phase} · ${step.tokens.length} token(s) in · ${fmtMs(step.timeMs)}` +
+        (step.nodesSkipped ? ' · nodes not recorded in this step' : '');
     this.refreshTab();
     lap('tab');
     if (this.node !== null) this.renderInspector();
@@ -362,7 +363,7 @@ export class App {
   }
 
   private bottom(): HTMLElement {
-    const tabs: [Tab, string][] = [['tokens', 'Tokens & top-k'], ['timings', 'Timings'], ['kernels', 'Kernel timeline']];
+    const tabs: [Tab, string][] = [['tokens', 'Tokens & top-k'], ['timings', 'Timings'], ['kernels', 'Timeline']];
     if (this.cmp) tabs.unshift(['compare', 'Comparison']);
     const bar = el('div', { class: 'tabs' });
     const body = el('div', { class: 'tab-body', id: 'tab-body' });

@@ -8,6 +8,8 @@ import { zoom, zoomIdentity, type ZoomTransform } from 'd3-zoom';
 import type { GraphNode, Kernel } from '../model/types';
 import { fmtUs } from '../ui/format';
 
+let clipCount = 0;
+
 export function kernelTimeline(kernels: Kernel[], nodes: GraphNode[], width: number, onPick: (node: number) => void): SVGSVGElement {
   const ops = [...new Set(kernels.map((k) => nodes[k.node]?.op ?? 'other'))];
   const laneH = 20, m = { l: 80, r: 10, t: 6, b: 24 };
@@ -17,17 +19,18 @@ export function kernelTimeline(kernels: Kernel[], nodes: GraphNode[], width: num
   const color = scaleOrdinal<string, string>(schemeTableau10).domain(ops);
   const svg = select(document.createElementNS('http://www.w3.org/2000/svg', 'svg'))
     .attr('class', 'kernel-timeline').attr('width', width).attr('height', height);
-  svg.append('clipPath').attr('id', 'kt-clip').append('rect').attr('x', m.l).attr('y', 0).attr('width', width - m.l - m.r).attr('height', height);
+  const clipId = `kt-clip-${++clipCount}`;
+  svg.append('clipPath').attr('id', clipId).append('rect').attr('x', m.l).attr('y', 0).attr('width', width - m.l - m.r).attr('height', height);
   svg.append('g').selectAll('text').data(ops).join('text').attr('class', 'lane-label')
     .attr('x', m.l - 6).attr('y', (_, i) => m.t + i * laneH + laneH / 2).attr('dy', '0.35em').attr('text-anchor', 'end').text((d) => d);
-  const body = svg.append('g').attr('clip-path', 'url(#kt-clip)');
+  const body = svg.append('g').attr('clip-path', `url(#${clipId})`);
   const rects = body.selectAll('rect').data(kernels).join('rect').attr('class', 'kernel')
     .attr('y', (k) => m.t + ops.indexOf(nodes[k.node]?.op ?? 'other') * laneH + 2).attr('height', laneH - 4)
     .attr('fill', (k) => color(nodes[k.node]?.op ?? 'other'))
     .on('click', (_, k) => onPick(k.node));
   rects.append('title').text((k) => `${k.name} — node ${nodes[k.node]?.name ?? k.node}\nstart ${fmtUs(k.startNs / 1000)}, ` +
-    `duration ${fmtUs(k.durationNs / 1000)}\ngrid [${k.grid.join(', ')}], block [${k.block.join(', ')}], ` +
-    `${k.registers ?? '—'} registers/thread, ${k.sharedBytes ?? '—'} B shared memory`);
+    `duration ${fmtUs(k.durationNs / 1000)}` + (k.grid.length ? `\ngrid [${k.grid.join(', ')}], block [${k.block.join(', ')}], ` +
+    `${k.registers ?? '—'} registers/thread, ${k.sharedBytes ?? '—'} B shared memory` : ''));
   const axis = svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${height - m.b})`);
   svg.append('text').attr('class', 'axis-label').attr('x', width - m.r).attr('y', height - 2).attr('text-anchor', 'end').text('time since step start (µs)');
   const draw = (t: ZoomTransform) => {

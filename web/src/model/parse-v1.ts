@@ -45,6 +45,7 @@ export function parseV1(c: Checker, root: Obj, name: string): Trace {
         tokens: kind === 'decode' && prevToken ? [prevToken] : [],
         timeMs: c.optNum(so.time_ms, `${spath}.time_ms`),
         records,
+        nodesSkipped: false,
         logits: top.length || token !== null ? {
           top, entropy: null, chosen: token, chosenText: token === null ? null : text,
           chosenRank: rank >= 0 ? rank : null, chosenP: rank >= 0 ? top[rank].p : null,
@@ -103,7 +104,7 @@ function parseRecord(c: Checker, r: Obj, path: string, graph: TraceGraph): NodeR
     for (const v of values) if (Number.isNaN(v)) nan++;
     stats.nan = nan;
   }
-  return { id, timeUs: c.optNum(r.time_us, `${path}.time_us`), stats, grid, hist: grid ? histogramOf(grid.values, stats.min, stats.max) : null, noOutput: null };
+  return { id, timeUs: c.optNum(r.time_us, `${path}.time_us`), startUs: null, stats, grid, hist: grid ? histogramOf(grid.values, stats.min, stats.max) : null, noOutput: null };
 }
 
 // Samples every `stride`-th element of the flattened tensor. When the stride divides the row

@@ -95,6 +95,7 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
     }),
     timeMs: c.optNum(s.time_ms, `${path}.time_ms`),
     records,
+    nodesSkipped: s.nodes_skipped === true,
     logits: s.logits ? parseLogits(c, c.obj(s.logits, `${path}.logits`), `${path}.logits`) : null,
     kernels: c.arr(s.kernels ?? [], `${path}.kernels`).map((k, i) => parseKernel(c, c.obj(k, `${path}.kernels[${i}]`), `${path}.kernels[${i}]`)),
   };
@@ -103,10 +104,11 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
 function parseRecord(c: Checker, r: Obj, path: string): NodeRecord {
   const id = c.int(r.id, `${path}.id`);
   const timeUs = c.optNum(r.time_us, `${path}.time_us`);
+  const startUs = c.optNum(r.start_us, `${path}.start_us`);
   if (r.no_output !== undefined)
-    return { id, timeUs, stats: null, grid: null, hist: null, noOutput: c.str(r.no_output, `${path}.no_output`) };
+    return { id, timeUs, startUs, stats: null, grid: null, hist: null, noOutput: c.str(r.no_output, `${path}.no_output`) };
   return {
-    id, timeUs,
+    id, timeUs, startUs,
     stats: parseStats(c, c.obj(r.stats, `${path}.stats`), `${path}.stats`),
     grid: r.grid ? parseGrid(c, c.obj(r.grid, `${path}.grid`), `${path}.grid`) : null,
     hist: r.hist ? parseHist(c, c.obj(r.hist, `${path}.hist`), `${path}.hist`) : null,

@@ -48,6 +48,7 @@ export interface Histogram {
 export interface NodeRecord {
   id: number;
   timeUs: number | null;
+  startUs: number | null;   // start of the node since the step start (host clock)
   stats: Stats | null;
   grid: ValueGrid | null;
   hist: Histogram | null;
@@ -80,6 +81,7 @@ export interface Step {
   tokens: Token[];          // input tokens of the step
   timeMs: number | null;
   records: Map<number, NodeRecord>;
+  nodesSkipped: boolean;    // the recorder was told not to record nodes in this step
   logits: Logits | null;
   kernels: Kernel[];
 }

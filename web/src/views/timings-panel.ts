@@ -2,7 +2,7 @@
 // when the trace has CUPTI kernel records.
 import { barChart } from '../charts/bar-chart';
 import { kernelTimeline } from '../charts/kernel-timeline';
-import type { Step, Trace } from '../model/types';
+import type { Kernel, Step, Trace } from '../model/types';
 import { clear, el } from '../ui/dom';
 import { fmtMs, fmtUs } from '../ui/format';
 import { cachedWidth } from '../ui/measure';
@@ -47,6 +47,13 @@ export class TimingsPanel {
     } else {
       this.kernelsRoot.append(el('p', { class: 'muted', text: t.meta.backend === 'cuda' ? 'No kernel records in this step.' :
         `No kernel records: this trace was recorded on the ${t.meta.backend || 'unknown'} backend (CUPTI kernel timings exist only for cuda runs).` }));
+      // Host-side node spans (start_us, time_us) still give a timeline of the step.
+      const spans: Kernel[] = [...step.records.values()].filter((r) => r.startUs !== null && r.timeUs !== null && r.timeUs > 0)
+        .map((r) => ({ name: g.nodes[r.id].name, node: r.id, startNs: r.startUs! * 1000, durationNs: r.timeUs! * 1000,
+                       grid: [], block: [], registers: null, sharedBytes: null }));
+      if (spans.length)
+        this.kernelsRoot.append(el('div', { class: 'timings-head', text: `Node timeline of step ${step.index} on the host clock (${spans.length} nodes). Scroll to zoom, drag to pan, click to inspect.` }),
+          kernelTimeline(spans, g.nodes, Math.max(600, cachedWidth(this.kernelsRoot, 1100) - 20), this.onNode));
     }
   }
 }
