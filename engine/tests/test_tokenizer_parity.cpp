@@ -76,7 +76,11 @@ TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
   const fs::path gguf = work / "qwen-vocab.gguf";
   w.write(gguf.string());
   auto file = GGUFFile::open(gguf.string());
+  auto load_start = std::chrono::steady_clock::now();
   auto tok = Tokenizer::from_gguf(*file);
+  std::cout << "Tokenizer::from_gguf on the Qwen vocabulary: "
+            << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count()
+            << " ms" << std::endl;
   ASSERT_EQ(tok->vocab_size(), kQwen25VocabSize);
 
   size_t id_mismatches = 0, roundtrip_mismatches = 0, tokens = 0;
