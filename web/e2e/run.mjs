@@ -113,6 +113,8 @@ await test('node click shows stats and a drawn heatmap', async () => {
 });
 
 await test('step slider changes the values', async () => {
+  // The graph is drawn once: a step change restyles the same elements.
+  await page.evaluate((id) => { window.__probe = document.querySelector(`.graph-svg .node[data-id="${id}"]`); }, nodeId);
   const before = await page.textContent('.stats-table tr[data-stat="mean |x|"] td');
   const inkBefore = await canvasInk('.inspector .heatmap-canvas');
   const labels = () => page.$$eval('.graph-svg .node .node-val', (ts) => ts.map((t) => t.textContent).join('|'));
@@ -127,6 +129,12 @@ await test('step slider changes the values', async () => {
   check(inkBefore.hash !== inkAfter.hash, 'the heatmap did not change between steps');
   check(label !== label2, 'no graph node label changed between steps');
   check(/step 2 \//.test(await page.textContent('#step-label')), 'step label not updated');
+  check(await page.evaluate(() => window.__probe.isConnected), 'the graph was re-rendered on a step change');
+  // The clipped-quantile scale says so in its legend and keeps the outliers (ringed cells).
+  await page.selectOption('.inspector .scale-mode', 'quantile');
+  check(/99th percentile/.test(await page.textContent('.inspector .heatmap .legend-note')), 'quantile legend missing');
+  check((await canvasInk('.inspector .heatmap-canvas')).ink > 0, 'quantile heatmap blank');
+  await page.selectOption('.inspector .scale-mode', 'symlog');
   // keyboard: ] moves forward a step, [ back
   await page.click('.graph-svg', { position: { x: 5, y: 5 } });
   await page.keyboard.press(']');

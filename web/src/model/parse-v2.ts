@@ -79,7 +79,8 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
   if (!graph) c.fail(`${path}.graph`, `no graph with id "${graphId}" (have: ${[...graphs.keys()].join(', ')})`);
   const records = new Map<number, NodeRecord>();
   c.arr(s.nodes ?? [], `${path}.nodes`).forEach((r, i) => {
-    const rec = parseRecord(c, c.obj(r, `${path}.nodes[${i}]`), `${path}.nodes[${i}]`);
+    const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
+    const rec = fast ?? parseRecord(c, c.obj(r, `${path}.nodes[${i}]`), `${path}.nodes[${i}]`);
     if (rec.id < 0 || rec.id >= graph.nodes.length)
       c.fail(`${path}.nodes[${i}].id`, `node ${rec.id} is not in graph "${graphId}" (${graph.nodes.length} nodes)`);
     records.set(rec.id, rec);
@@ -101,7 +102,59 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
   };
 }
 
+// The bulk of a trace is node records: read well-formed ones without building JSON paths, and
+// fall back to the checked reader (which names the bad field) on anything unexpected.
+const numNull = (v: unknown) => typeof v === 'number' || v === null;
+const optNum = (v: unknown) => v === undefined || v === null || typeof v === 'number';
+const nan = (v: unknown) => (v === null ? NaN : (v as number));
+
+function fastRecord(r: Obj): NodeRecord | null {
+  if (!Number.isInteger(r.id) || !optNum(r.time_us) || !optNum(r.start_us)) return null;
+  const id = r.id as number, timeUs = (r.time_us as number | undefined) ?? null, startUs = (r.start_us as number | undefined) ?? null;
+  if (r.no_output !== undefined)
+    return typeof r.no_output === 'string' ? { id, timeUs, startUs, stats: null, grid: null, hist: null, noOutput: r.no_output } : null;
+  const s = r.stats as Record<string, unknown> | undefined;
+  if (!s || typeof s !== 'object' || !numNull(s.min) || !numNull(s.max) || !numNull(s.mean) || !numNull(s.absmean) ||
+      !(s.std === undefined || numNull(s.std)) || !optNum(s.count) || !optNum(s.nan) || !optNum(s.inf)) return null;
+  const stats: Stats = { min: nan(s.min), max: nan(s.max), mean: nan(s.mean), absmean: nan(s.absmean),
+    std: s.std === undefined ? null : nan(s.std), count: (s.count as number | undefined) ?? null,
+    nan: (s.nan as number | undefined) ?? 0, inf: (s.inf as number | undefined) ?? 0 };
+  let grid: ValueGrid | null = null;
+  if (r.grid) {
+    const g = r.grid as Record<string, unknown>;
+    const vals = g.values;
+    if (!Number.isInteger(g.rows) || !Number.isInteger(g.cols) || !Array.isArray(vals) || vals.length !== (g.rows as number) * (g.cols as number) ||
+        !optNum(g.row_stride) || !optNum(g.col_stride) || !(g.shape === undefined || Array.isArray(g.shape))) return null;
+    const values = new Float32Array(vals.length);
+    for (let i = 0; i < vals.length; i++) {
+      const x = vals[i];
+      if (typeof x === 'number') values[i] = x;
+      else if (x === null) values[i] = NaN;
+      else return null;
+    }
+    const shape = (g.shape as unknown[] | undefined) ?? [g.rows, g.cols];
+    if (!shape.every((x) => Number.isInteger(x))) return null;
+    grid = { rows: g.rows as number, cols: g.cols as number, rowStride: (g.row_stride as number | undefined) ?? 1,
+             colStride: (g.col_stride as number | undefined) ?? 1, shape: shape as number[], values, flattened: false };
+  }
+  let hist: Histogram | null = null;
+  if (r.hist) {
+    const h = r.hist as Record<string, unknown>;
+    if (!numNull(h.lo) || !numNull(h.hi) || !Array.isArray(h.counts) || !optNum(h.underflow) || !optNum(h.overflow)) return null;
+    for (const x of h.counts) if (typeof x !== 'number') return null;
+    hist = { lo: nan(h.lo), hi: nan(h.hi), counts: h.counts as number[], underflow: (h.underflow as number | undefined) ?? 0,
+             overflow: (h.overflow as number | undefined) ?? 0, derived: false };
+  }
+  return { id, timeUs, startUs, stats, grid, hist, noOutput: null };
+}
+
 function parseRecord(c: Checker, r: Obj, path: string): NodeRecord {
+  const fast = fastRecord(r);
+  if (fast) return fast;
+  return checkedRecord(c, r, path);
+}
+
+function checkedRecord(c: Checker, r: Obj, path: string): NodeRecord {
   const id = c.int(r.id, `${path}.id`);
   const timeUs = c.optNum(r.time_us, `${path}.time_us`);
   const startUs = c.optNum(r.start_us, `${path}.start_us`);
