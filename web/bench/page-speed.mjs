@@ -64,6 +64,9 @@ try {
                       median_js: round(median(times.js)), max_js: round(Math.max(...times.js)), samples: nSteps,
                       median_js_parts: Object.fromEntries(Object.entries(times.parts).map(([k, xs]) => [k, round(median(xs))])) },
     js_heap_mb: { used: round(heap.usedSize / 2 ** 20), total: round(heap.totalSize / 2 ** 20),
+                  // typed arrays (the value grids) live outside the V8 heap: reported separately when Chromium says
+                  array_buffers: heap.backingStorageSize === undefined ? null : round(heap.backingStorageSize / 2 ** 20),
+                  embedder: heap.embedderHeapUsedSize === undefined ? null : round(heap.embedderHeapUsedSize / 2 ** 20),
                   performance_memory_used: perfMem === null ? null : round(perfMem / 2 ** 20) },
     targets: { first_graph_paint_ms: 2000, step_change_ms: 50, js_heap_mb: 500 },
   }, null, 2));

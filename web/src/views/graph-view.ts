@@ -231,8 +231,10 @@ export class GraphView {
     const w = this.canvas.clientWidth || 800, h = this.canvas.clientHeight || 600;
     const k = Math.max(0.6, Math.min(1.2, w / (this.layout.width + 20)));
     // Along an axis where the whole graph fits, keep it aligned instead of centring the node.
-    const tx = this.layout.width * k + 20 <= w ? 10 : w / 2 - (p.x + NODE_W / 2) * k;
-    const ty = this.totalHeight * k + 20 <= h ? 10 : h / 2 - (rowY + p.y + NODE_H / 2) * k;
+    // Otherwise centre the node, but never pull an edge of the graph inside the view.
+    const clamp = (t: number, size: number, view: number) => Math.min(10, Math.max(view - size * k - 10, t));
+    const tx = this.layout.width * k + 20 <= w ? 10 : clamp(w / 2 - (p.x + NODE_W / 2) * k, this.layout.width, w);
+    const ty = this.totalHeight * k + 20 <= h ? 10 : clamp(h / 2 - (rowY + p.y + NODE_H / 2) * k, this.totalHeight, h);
     this.svg.call(this.zoomer.transform, zoomIdentity.translate(tx, ty).scale(k));
   }
 

@@ -62,6 +62,10 @@ export class Inspector {
     const grids = [rec?.grid ? { g: rec.grid, t: input.other ? `A: ${trace.name}` : undefined } : null];
     const recB = input.other?.step?.records.get(node);
     if (input.other && recB?.grid) grids.push({ g: recB.grid, t: `B: ${input.other.trace.name}` });
+    // Overlay of the two runs: the cell-wise difference, on its own (much smaller) scale.
+    const ga = rec?.grid, gb = recB?.grid;
+    if (input.other && ga && gb && ga.rows === gb.rows && ga.cols === gb.cols)
+      grids.push({ g: { ...ga, values: ga.values.map((v, i) => v - gb.values[i]) }, t: 'A − B (difference of the sampled cells)' });
     if (grids.some((x) => x)) {
       const toggle = el('select', { class: 'scale-mode', title: 'colour scale of the heatmap' },
         el('option', { value: 'symlog', text: 'symmetric-log scale', selected: this.mode === 'symlog' }),
