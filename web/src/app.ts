@@ -5,7 +5,7 @@ import { readLocalFile } from './io/read-file';
 import type { Comparison } from './model/compare';
 import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
-import { METRICS, metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
+import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs, fmtNum, fmtUs } from './ui/format';
@@ -14,6 +14,9 @@ import { GraphView, type NodeStyle } from './views/graph-view';
 import { Inspector } from './views/inspector';
 import { nodeColorScale } from './views/node-colors';
 import { TimingsPanel } from './views/timings-panel';
+import { header } from './views/header';
+import { toolbar } from './views/toolbar';
+import { Player } from './playback';
 import { TokensPanel } from './views/tokens-panel';
 import { traceListView } from './views/trace-list';
 
@@ -27,7 +30,6 @@ export class App {
   private node: number | null = null;
   private metric: MetricId = 'absmax';
   private backStack: number[] = [];
-  private playing: number | null = null;
   private speed = 2;
   private playMode: 'steps' | 'nodes' = 'steps';
   private tab: Tab = 'tokens';
@@ -35,6 +37,7 @@ export class App {
   lastStepMs = 0;
   lastStepParts: Record<string, number> = {};
 
+  private player = new Player((on) => this.updatePlayButton(on));
   private graphView = new GraphView((id) => this.selectNode(id));
   private inspector = new Inspector((id) => this.selectNode(id), () => this.back());
   private tokens = new TokensPanel((i) => this.setStep(i));
@@ -68,7 +71,7 @@ export class App {
     let entries = null, err = null;
     try { entries = await listTraces(); } catch (e) { err = (e as Error).message; }
     clear(this.root);
-    this.root.append(this.header(null), el('main', { class: 'landing' }, traceListView(entries, err, () => this.fileInput.click())));
+    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' }, traceListView(entries, err, () => this.fileInput.click())));
     this.setReady();
   }
 
@@ -112,7 +115,7 @@ export class App {
   // ----- the trace view ------------------------------------------------------------------
 
   private show(trace: Trace, traceB: Trace | null, cmp: Comparison | null): void {
-    this.stop();
+    this.player.stop();
     this.trace = trace; this.traceB = traceB; this.cmp = cmp;
     this.domains.clear();
     this.backStack = [];
@@ -125,7 +128,7 @@ export class App {
     if (traceB) for (const w of traceB.warnings) warnings.append(el('div', { class: 'warning', text: `B: ${w}` }));
     const main = el('main', { class: 'trace-view' },
       el('div', { class: 'graph-pane' }, cmp ? this.compare.banner : null, this.graphView.root), this.inspector.root);
-    this.root.append(this.header(trace), warnings, this.toolbar(), main, this.bottom());
+    this.root.append(header(trace, traceB, () => this.fileInput.click()), warnings, this.toolbar(), main, this.bottom());
     this.graphView.setGraph(this.graphOf(this.step));
     this.tokens.setTrace(trace);
     if (cmp && traceB) {
@@ -250,30 +253,24 @@ export class App {
   // ----- playback ------------------------------------------------------------------------
 
   private togglePlay(): void {
-    if (this.playing !== null) { this.stop(); return; }
+    if (this.player.playing) { this.player.stop(); return; }
     const t = this.trace;
     if (!t) return;
-    if (this.playMode === 'steps' && this.step >= t.steps.length - 1) this.setStep(0);
-    const interval = this.playMode === 'steps' ? 1000 / this.speed : 250 / this.speed;
-    this.playing = window.setInterval(() => {
-      const more = this.playMode === 'steps' ? this.step < t.steps.length - 1 : true;
-      if (this.playMode === 'steps' && more) this.setStep(this.step + 1);
-      else if (this.playMode === 'nodes' && this.moveNode(1, true)) { /* advanced */ }
-      else this.stop();
-      if (this.playMode === 'steps' && this.step >= t.steps.length - 1) this.stop();
-    }, interval);
-    this.updatePlayButton();
+    if (this.playMode === 'steps') {
+      if (this.step >= t.steps.length - 1) this.setStep(0);
+      this.player.start(1000 / this.speed, () => { this.setStep(this.step + 1); return this.step < t.steps.length - 1; });
+    } else {
+      this.player.start(250 / this.speed, () => this.moveNode(1, true));
+    }
   }
 
-  private stop(): void {
-    if (this.playing !== null) clearInterval(this.playing);
-    this.playing = null;
-    this.updatePlayButton();
+  private restartPlay(): void {
+    if (this.player.playing) { this.player.stop(); this.togglePlay(); }
   }
 
-  private updatePlayButton(): void {
+  private updatePlayButton(playing: boolean): void {
     const b = document.getElementById('play');
-    if (b) { b.textContent = this.playing !== null ? '⏸ pause' : '▶ play'; b.classList.toggle('on', this.playing !== null); }
+    if (b) { b.textContent = playing ? '⏸ pause' : '▶ play'; b.classList.toggle('on', playing); }
   }
 
   private onKey(e: KeyboardEvent): void {
@@ -296,70 +293,24 @@ export class App {
 
   // ----- chrome --------------------------------------------------------------------------
 
-  private header(t: Trace | null): HTMLElement {
-    const open = el('button', { class: 'open-file', text: 'Open file…', title: 'open a local .json / .json.gz trace (or drop one on the page)' });
-    open.addEventListener('click', () => this.fileInput.click());
-    const h = el('header', { class: 'app-header' }, el('a', { href: './', class: 'brand', text: 'minfer viz' }));
-    if (t) {
-      const m = t.meta, hp = m.hparams as Record<string, number>;
-      const tok = this.trace?.timings as Record<string, number> | null;
-      h.append(el('span', { class: 'trace-name', text: this.traceB ? `A: ${t.name}  ↔  B: ${this.traceB.name}` : t.name }),
-        el('span', { class: 'meta', text: [
-          m.modelFile || m.modelName, m.architecture && hp.n_layer ? `${m.architecture}, ${hp.n_layer} layers × ${hp.n_embd} wide` : '',
-          m.backend && `${m.backend}${m.device ? ` (${m.device})` : ''}`, m.matmulPath && `matmul path ${m.matmulPath}${this.traceB ? ` vs ${this.traceB.meta.matmulPath}` : ''}`,
-          `${t.steps.length} steps`, `v${t.version}`,
-          tok?.prefill_tok_s ? `prefill ${fmtNum(tok.prefill_tok_s, 3)} tokens/s` : '', tok?.decode_tok_s ? `decode ${fmtNum(tok.decode_tok_s, 3)} tokens/s` : '',
-        ].filter(Boolean).join(' · ') }));
-    }
-    h.append(el('span', { class: 'spacer' }), el('a', { href: './', class: 'nav', text: 'all traces' }), open);
-    return h;
-  }
+
 
   private toolbar(): HTMLElement {
-    const t = this.trace!;
-    const btn = (text: string, title: string, f: () => void, id?: string) => {
-      const b = el('button', { text, title, id });
-      b.addEventListener('click', f);
-      return b;
-    };
-    const slider = el('input', { type: 'range', id: 'step-slider', min: 0, max: Math.max(0, t.steps.length - 1), value: this.step, title: 'decode step (↑/↓ or [ ])' });
-    slider.addEventListener('input', () => this.setStep(Number(slider.value)));
-    const speed = el('select', { id: 'speed', title: 'playback speed' },
-      ...[0.5, 1, 2, 4, 8].map((s) => el('option', { value: s, text: `${s}×`, selected: s === this.speed })));
-    speed.addEventListener('change', () => { this.speed = Number(speed.value); if (this.playing !== null) { this.stop(); this.togglePlay(); } });
-    const mode = el('select', { id: 'play-mode', title: 'what play advances' },
-      el('option', { value: 'steps', text: 'play steps', selected: this.playMode === 'steps' }),
-      el('option', { value: 'nodes', text: 'play nodes', selected: this.playMode === 'nodes' }));
-    mode.addEventListener('change', () => { this.playMode = mode.value as 'steps' | 'nodes'; if (this.playing !== null) { this.stop(); this.togglePlay(); } });
-    const metric = el('select', { id: 'metric', title: 'what the node colour shows' },
-      ...METRICS.filter((m) => m.id !== 'error' || this.cmp).map((m) => el('option', { value: m.id, text: `colour: ${m.label}`, selected: m.id === this.metric })));
-    metric.addEventListener('change', () => { this.metric = metric.value as MetricId; this.restyle(); });
-    const filters = { attention: true, ffn: true, kv: true };
-    const check = (key: keyof typeof filters, label: string) => {
-      const c = el('input', { type: 'checkbox', checked: true, id: `filter-${key}` });
-      c.addEventListener('change', () => { filters[key] = c.checked; this.graphView.setFilters({ ...filters }); });
-      return el('label', { class: 'check', title: `show the ${label} nodes (unchecked: dimmed)` }, c, label);
-    };
-    const search = el('input', { type: 'search', id: 'search', placeholder: 'search node name (/)', title: 'Enter jumps to the first match' });
-    const hits = el('span', { class: 'search-hits' });
-    let matches: number[] = [], mi = 0;
-    search.addEventListener('input', () => { matches = this.graphView.search(search.value); mi = 0; hits.textContent = search.value ? `${matches.length} match(es)` : ''; });
-    search.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter' && matches.length) { const id = matches[mi++ % matches.length]; this.selectNode(id); this.graphView.centerOn(id); }
-      if (e.key === 'Escape') { search.value = ''; matches = this.graphView.search(''); hits.textContent = ''; search.blur(); }
-    });
-    return el('div', { class: 'toolbar' },
-      el('div', { class: 'group' },
-        btn('« first', 'first step', () => this.setStep(0)), btn('‹ prev', 'previous step (↓ or [)', () => this.setStep(this.step - 1)),
-        btn('▶ play', 'play / pause (space)', () => this.togglePlay(), 'play'),
-        btn('next ›', 'next step (↑ or ])', () => this.setStep(this.step + 1), 'next-step'), btn('last »', 'last step', () => this.setStep(t.steps.length - 1)),
-        speed, mode),
-      el('div', { class: 'group grow' }, slider, el('span', { id: 'step-label', class: 'step-label' })),
-      el('div', { class: 'group' }, metric, check('attention', 'attention'), check('ffn', 'FFN'), check('kv', 'KV'), search, hits),
-      el('div', { class: 'group' }, btn('fit', 'fit the whole graph (f)', () => this.graphView.fit()), btn('fit width', 'fit the graph width', () => this.graphView.fit(true)),
-        btn('collapse layers', 'collapse every layer to a strip', () => this.graphView.setAllCollapsed(true)),
-        btn('expand layers', 'expand every layer', () => this.graphView.setAllCollapsed(false))),
-      el('div', { class: 'keys', text: 'keys: ←/→ node · ↑/↓ or [ ] step · space play · Backspace back · / search · f fit' }));
+    return toolbar(
+      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp },
+      {
+        setStep: (i) => this.setStep(i),
+        stepBy: (d) => this.setStep(this.step + d),
+        togglePlay: () => this.togglePlay(),
+        setSpeed: (x) => { this.speed = x; this.restartPlay(); },
+        setPlayMode: (m) => { this.playMode = m; this.restartPlay(); },
+        setMetric: (m) => { this.metric = m; this.restyle(); },
+        setFilters: (f) => this.graphView.setFilters(f),
+        search: (q) => this.graphView.search(q),
+        goToNode: (id) => { this.selectNode(id); this.graphView.centerOn(id); },
+        fit: (w) => this.graphView.fit(w),
+        collapseAll: (c) => this.graphView.setAllCollapsed(c),
+      });
   }
 
   private bottom(): HTMLElement {
@@ -396,7 +347,7 @@ export class App {
   private setBusy(text: string): void {
     document.body.dataset.state = 'loading';
     clear(this.root);
-    this.root.append(this.header(null), el('div', { class: 'busy', text }));
+    this.root.append(header(null, null, () => this.fileInput.click()), el('div', { class: 'busy', text }));
   }
 
   private setReady(): void {
@@ -409,7 +360,7 @@ export class App {
     const box = el('div', { class: 'error-box', role: 'alert' }, el('strong', { text: 'Cannot show this trace. ' }), el('span', { class: 'error-message', text: message }));
     const open = el('button', { text: 'Open another file…' });
     open.addEventListener('click', () => this.fileInput.click());
-    this.root.append(this.header(null), el('main', { class: 'landing' }, box, el('p', {}, el('a', { href: './', text: '← back to the trace list' }), ' ', open)));
+    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' }, box, el('p', {}, el('a', { href: './', text: '← back to the trace list' }), ' ', open)));
   }
 
   // Hooks for the e2e tests and the page-speed benchmark.

@@ -1,0 +1,23 @@
+// The page header: the trace(s) shown and one line of run metadata, with units.
+import type { Trace } from '../model/types';
+import { el } from '../ui/dom';
+import { fmtNum } from '../ui/format';
+
+export function header(a: Trace | null, b: Trace | null, openFile: () => void): HTMLElement {
+  const open = el('button', { class: 'open-file', text: 'Open file…', title: 'open a local .json / .json.gz trace (or drop one on the page)' });
+  open.addEventListener('click', openFile);
+  const h = el('header', { class: 'app-header' }, el('a', { href: './', class: 'brand', text: 'minfer viz' }));
+  if (a) {
+    const m = a.meta, hp = m.hparams as Record<string, number>;
+    const tm = a.timings as Record<string, number> | null;
+    h.append(el('span', { class: 'trace-name', text: b ? `A: ${a.name}  ↔  B: ${b.name}` : a.name }),
+      el('span', { class: 'meta', text: [
+        m.modelFile || m.modelName, m.architecture && hp.n_layer ? `${m.architecture}, ${hp.n_layer} layers × ${hp.n_embd} wide` : '',
+        m.backend && `${m.backend}${m.device ? ` (${m.device})` : ''}`, m.matmulPath && `matmul path ${m.matmulPath}${b ? ` vs ${b.meta.matmulPath}` : ''}`,
+        `${a.steps.length} steps`, `v${a.version}`,
+        tm?.prefill_tok_s ? `prefill ${fmtNum(tm.prefill_tok_s, 3)} tokens/s` : '', tm?.decode_tok_s ? `decode ${fmtNum(tm.decode_tok_s, 3)} tokens/s` : '',
+      ].filter(Boolean).join(' · ') }));
+  }
+  h.append(el('span', { class: 'spacer' }), el('a', { href: './', class: 'nav', text: 'all traces' }), open);
+  return h;
+}
