@@ -53,7 +53,11 @@ export class GraphView {
     defs.append('marker').attr('id', 'arrow').attr('viewBox', '0 0 8 8').attr('refX', 7).attr('refY', 4).attr('markerWidth', 6)
       .attr('markerHeight', 6).attr('orient', 'auto').append('path').attr('d', 'M0,0 L8,4 L0,8 z').attr('fill', '#9aa4b1');
     this.viewport = this.svg.append('g').attr('class', 'viewport');
-    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.04, 4]).on('zoom', (e) => this.viewport.attr('transform', e.transform.toString()));
+    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.04, 4]).on('zoom', (e) => {
+      this.viewport.attr('transform', e.transform.toString());
+      // Too small to read: drop the value labels (also spares their layout on every step).
+      this.svg.classed('far', e.transform.k < 0.42);
+    });
     this.svg.call(this.zoomer).on('dblclick.zoom', null);
   }
 
