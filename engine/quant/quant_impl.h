@@ -4,11 +4,23 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/weight_type.h"
 #include "quant/blocks.h"
 
 namespace minfer::qimpl {
+
+// Round to nearest (ties to even, as lrintf) and clamp to [lo, hi], without a libm call (the
+// quantizers' inner loops): v is clamped first, so the 1.5 * 2^23 trick is exact; NaN -> lo.
+inline int round_clamp(float v, int lo, int hi) {
+  if (!(v >= static_cast<float>(lo))) v = static_cast<float>(lo);
+  if (v > static_cast<float>(hi)) v = static_cast<float>(hi);
+  const float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, 4);
+  return (bits & 0x007fffff) - 0x00400000;
+}
 
 // n: element count, a multiple of the type's block size (checked by the dispatcher).
 void dequantize_f32(const void* src, float* dst, int64_t n);

@@ -12,9 +12,7 @@
 namespace minfer::qimpl {
 namespace {
 
-int clamp_round(float v, int lo, int hi) {
-  return std::clamp(static_cast<int>(std::lrintf(v)), lo, hi);
-}
+int clamp_round(float v, int lo, int hi) { return round_clamp(v, lo, hi); }
 
 // Fits x[j] ~= scale * L[j] - min with L in [0, nmax], min >= 0 (the K-quant convention).
 void fit_affine(const float* x, int n, int nmax, float* scale_out, float* min_out) {
@@ -29,31 +27,33 @@ void fit_affine(const float* x, int n, int nmax, float* scale_out, float* min_ou
     *min_out = -lo;
     return;
   }
+  double sx = 0, sx2 = 0;
+  for (int j = 0; j < n; ++j) {
+    sx += x[j];
+    sx2 += double(x[j]) * x[j];
+  }
   float best_err = INFINITY, best_scale = (hi - lo) / nmax, best_off = lo;
   for (int step = -10; step <= 10; ++step) {
     const float iscale = (nmax + 0.1f * step) / (hi - lo);
-    double sl = 0, sl2 = 0, sxl = 0, sx = 0;
-    int L[QK_K];
+    int sl = 0, sl2 = 0;
+    float sxl = 0;
     for (int j = 0; j < n; ++j) {
-      L[j] = clamp_round((x[j] - lo) * iscale, 0, nmax);
-      sl += L[j];
-      sl2 += double(L[j]) * L[j];
-      sxl += double(x[j]) * L[j];
-      sx += x[j];
+      const int L = clamp_round((x[j] - lo) * iscale, 0, nmax);
+      sl += L;
+      sl2 += L * L;
+      sxl += x[j] * L;
     }
-    const double det = n * sl2 - sl * sl;
+    const double det = double(n) * sl2 - double(sl) * sl;
     if (det <= 0) continue;
-    double scale = (n * sxl - sl * sx) / det;
-    double off = (sl2 * sx - sl * sxl) / det;
+    double scale = (n * double(sxl) - sl * sx) / det;
+    double off = (sl2 * sx - sl * double(sxl)) / det;
     if (off > 0) {  // a positive offset is not representable: refit the scale alone
       off = 0;
       scale = sxl / sl2;
     }
-    double err = 0;
-    for (int j = 0; j < n; ++j) {
-      const double e = scale * L[j] + off - x[j];
-      err += e * e;
-    }
+    // sum (scale L + off - x)^2 from the sums, no second pass.
+    const double err = scale * scale * sl2 + 2 * scale * off * sl + n * off * off - 2 * scale * sxl -
+                       2 * off * sx + sx2;
     if (err < best_err) {
       best_err = static_cast<float>(err);
       best_scale = static_cast<float>(scale);
@@ -75,22 +75,20 @@ float fit_symmetric(const float* x, int n, int nmax) {
     }
   if (amax == 0) return 0;
   float best_err = INFINITY, best_scale = max / -nmax;
+  double sx2 = 0;
+  for (int j = 0; j < n; ++j) sx2 += double(x[j]) * x[j];
   for (int step = -9; step <= 9; ++step) {
     const float iscale = -(nmax + 0.1f * step) / max;
-    double sxl = 0, sl2 = 0;
-    int L[16];
+    float sxl = 0;
+    int sl2 = 0;
     for (int j = 0; j < n; ++j) {
-      L[j] = clamp_round(x[j] * iscale, -nmax, nmax - 1);
-      sxl += double(x[j]) * L[j];
-      sl2 += double(L[j]) * L[j];
+      const int L = clamp_round(x[j] * iscale, -nmax, nmax - 1);
+      sxl += x[j] * L;
+      sl2 += L * L;
     }
     if (sl2 <= 0) continue;
-    const double scale = sxl / sl2;
-    double err = 0;
-    for (int j = 0; j < n; ++j) {
-      const double e = scale * L[j] - x[j];
-      err += e * e;
-    }
+    const double scale = double(sxl) / sl2;
+    const double err = sx2 - scale * sxl;  // sum (scale L - x)^2 at the least-squares scale
     if (err < best_err) {
       best_err = static_cast<float>(err);
       best_scale = static_cast<float>(scale);

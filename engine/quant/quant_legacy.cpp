@@ -71,7 +71,7 @@ float quantize_int8(const float* x, int8_t* q) {
   for (int j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
   const float id = d != 0 ? 1.0f / d : 0.0f;
-  for (int j = 0; j < QK; ++j) q[j] = static_cast<int8_t>(std::lrintf(x[j] * id));
+  for (int j = 0; j < QK; ++j) q[j] = static_cast<int8_t>(round_clamp(x[j] * id, -127, 127));
   return d;
 }
 
