@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "core/sha256.h"
+#include "sha256.h"
 #include "core/thread_pool.h"
 #include "graph_json.h"
 #include "recorder.h"
@@ -20,7 +20,7 @@ nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
   return {
       {"model",
        {{"file", std::filesystem::path(o.model).filename().string()},
-        {"sha256", sha256_file_hex(o.model)},
+        {"sha256", trace::sha256_file(o.model)},
         {"size_bytes", m.file->file_size()},
         {"architecture", h.architecture},
         {"name", name},
