@@ -157,6 +157,14 @@ await test('graph controls: keys, back stack, search, collapse, metric, filters'
   await page.waitForFunction(() => Number(document.body.dataset.step) >= 2, null, { timeout: 5000 });
   await page.keyboard.press(' ');
   check(/play/.test(await page.textContent('#play')), 'play button did not return to "play" after pausing');
+  // play nodes: walks the nodes in execution order
+  await page.selectOption('#play-mode', 'nodes');
+  const n0 = await page.evaluate(() => document.body.dataset.node);
+  await page.click('.graph-svg', { position: { x: 5, y: 5 } });
+  await page.keyboard.press(' ');
+  await page.waitForFunction((n) => document.body.dataset.node !== n, n0, { timeout: 5000 });
+  await page.keyboard.press(' ');
+  await page.selectOption('#play-mode', 'steps');
   await page.fill('#search', 'ffn_down');
   await page.press('#search', 'Enter');
   await page.waitForFunction(() => /ffn_down$/.test(document.querySelector('.inspector .node-title')?.textContent ?? ''));
