@@ -1,0 +1,31 @@
+// The one-line description of a trace file shown in the trace list.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace minfer::viz {
+
+struct TraceSummary {
+  int version = 0;
+  std::string model;         // meta.model.file (v2); "" when the trace does not say
+  std::string model_name;    // meta.model.name
+  std::string backend, matmul_path, device, recorded_at, prompt;
+  int64_t steps = 0;         // prefill + decode steps
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  bool complete = false;
+};
+
+// Summarizes minfer-trace JSON text (version 2, or the upstream version 1 layout). The big
+// parts (graphs, node records, kernels, top-k lists) are skipped while parsing, so a large
+// trace costs its parse time but not a DOM of its size. Throws minfer::Error naming `what`
+// and the problem (not JSON, not a minfer-trace, unsupported version, wrong field types).
+TraceSummary summarize_trace(std::string_view json_text, const std::string& what);
+
+// The list entry fields: model, backend, matmul_path, steps, tokens, recorded_at, complete...
+nlohmann::json summary_to_json(const TraceSummary& s);
+
+}  // namespace minfer::viz

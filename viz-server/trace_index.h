@@ -1,0 +1,71 @@
+// The traces the server offers: every *.json / *.json.gz directly inside the trace
+// directories, with parsed summaries cached by path + mtime + size.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "listing_summary.h"
+
+namespace minfer::viz {
+
+struct TraceEntry {
+  std::string name;               // file name, the API's handle
+  std::filesystem::path path;     // canonical, inside one of the directories
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool gzipped = false;           // by name (.json.gz)
+};
+
+// A summary or the reason the file could not be summarized.
+struct SummaryOrError {
+  std::optional<TraceSummary> summary;
+  std::string error;
+};
+
+class TraceIndex {
+ public:
+  // Directories are canonicalized now; throws minfer::Error for one that does not exist.
+  explicit TraceIndex(const std::vector<std::string>& dirs);
+
+  const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
+
+  // Every trace file, sorted by name; a name present in several directories is taken
+  // from the first. Symlinks whose target lies outside their directory are left out.
+  std::vector<TraceEntry> files() const;
+
+  // The trace called `name`, or nullopt when the name is not a plain trace file name or no
+  // directory holds such a file (inside it, after resolving symlinks).
+  std::optional<TraceEntry> find(const std::string& name) const;
+
+  // Cached summary of a file (re-parsed when its mtime or size changed).
+  SummaryOrError summary(const TraceEntry& file);
+
+  // GET /api/traces body: one object per file, "error" set for files that did not parse.
+  nlohmann::json list();
+
+ private:
+  std::optional<TraceEntry> stat_trace(const std::filesystem::path& dir,
+                                      const std::string& name) const;
+
+  struct CacheEntry {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    std::shared_ptr<const SummaryOrError> result;
+  };
+  std::vector<std::filesystem::path> dirs_;
+  std::mutex mutex_;
+  std::map<std::filesystem::path, CacheEntry> cache_;
+};
+
+// True for names ending in .json or .json.gz.
+bool has_trace_suffix(const std::string& name);
+
+}  // namespace minfer::viz

@@ -1,0 +1,73 @@
+#include "viz_args.h"
+
+#include <charconv>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace minfer::viz {
+namespace {
+
+int parse_port(const std::string& text) {
+  int port = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < 0 ||
+      port > 65535)
+    fail("minfer-viz: --port: '", text, "' is not a port number (0-65535)");
+  return port;
+}
+
+void require_dir(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("minfer-viz: ", flag, " ", dir, ": not a directory");
+}
+
+}  // namespace
+
+std::string viz_usage() {
+  return "usage: minfer-viz [--host 127.0.0.1] [--port 8080] [--traces DIR]... [--web DIR]\n"
+         "  --host H      address to bind (default 127.0.0.1, loopback only)\n"
+         "  --port P      TCP port, 0 = any free port (default 8080)\n"
+         "  --traces DIR  directory of *.json / *.json.gz traces; repeatable (default ./traces)\n"
+         "  --web DIR     built web app to serve at / (default ./web/dist when present)\n";
+}
+
+VizArgs parse_viz_args(const std::vector<std::string>& args) {
+  VizArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "-h" || flag == "--help") {
+      out.help = true;
+      continue;
+    }
+    if (flag != "--host" && flag != "--port" && flag != "--traces" && flag != "--web")
+      fail("minfer-viz: unknown argument '", flag, "'\n", viz_usage());
+    if (i + 1 >= args.size()) fail("minfer-viz: ", flag, " needs a value");
+    const std::string& value = args[++i];
+    if (flag == "--host") {
+      if (value.empty()) fail("minfer-viz: --host: empty address");
+      out.host = value;
+    } else if (flag == "--port") {
+      out.port = parse_port(value);
+    } else if (flag == "--traces") {
+      require_dir(flag, value);
+      out.traces_dirs.push_back(value);
+    } else {
+      require_dir(flag, value);
+      out.web_dir = value;
+    }
+  }
+  if (out.help) return out;
+  std::error_code ec;
+  if (out.traces_dirs.empty()) {
+    if (!fs::is_directory("traces", ec))
+      fail("minfer-viz: no --traces DIR given and ./traces is not a directory");
+    out.traces_dirs.push_back("traces");
+  }
+  if (out.web_dir.empty() && fs::is_directory("web/dist", ec)) out.web_dir = "web/dist";
+  return out;
+}
+
+}  // namespace minfer::viz

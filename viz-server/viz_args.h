@@ -1,0 +1,23 @@
+// Command-line options of minfer-viz.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace minfer::viz {
+
+struct VizArgs {
+  std::string host = "127.0.0.1";           // loopback unless the user asks otherwise
+  int port = 8080;                          // 0: let the OS pick a free port
+  std::vector<std::string> traces_dirs;     // searched in order; the first holding a name wins
+  std::string web_dir;                      // built web app (index.html); "" = API only
+  bool help = false;
+};
+
+// Parses argv[1..]; throws minfer::Error naming the flag and the problem. Directories are
+// checked to exist. Without --traces, ./traces is used when it exists; without --web,
+// ./web/dist when it exists.
+VizArgs parse_viz_args(const std::vector<std::string>& args);
+
+std::string viz_usage();
+
+}  // namespace minfer::viz

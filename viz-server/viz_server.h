@@ -1,0 +1,50 @@
+// minfer-viz as an object: the httplib server, its routes and its shared state. main() and
+// the tests both drive it through this class.
+#pragma once
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "viz_context.h"
+
+namespace minfer::viz {
+
+struct VizConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;                    // 0 = any free port
+  std::vector<std::string> traces_dirs;
+  std::string web_dir;                // "" = API only
+  size_t threads = 16;                // concurrent connections served
+};
+
+class VizServer {
+ public:
+  // Checks the directories (minfer::Error when one is missing) and registers the routes.
+  explicit VizServer(const VizConfig& config);
+  ~VizServer();  // stops and joins
+
+  // Binds the listening socket; returns the port (the chosen one when config.port == 0).
+  // Throws minfer::Error when the address cannot be bound.
+  int bind();
+  // Serves until stop(); call after bind().
+  void run();
+  // bind() + run() on a background thread; returns the port.
+  int start();
+  void stop();
+
+  int port() const { return port_; }
+  std::string url() const;  // http://HOST:PORT/
+  VizContext& context() { return ctx_; }
+
+ private:
+  VizConfig config_;
+  VizContext ctx_;
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+}  // namespace minfer::viz
