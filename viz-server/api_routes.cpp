@@ -25,6 +25,7 @@ void handle_health(const httplib::Request&, httplib::Response& res, VizContext& 
 
 void handle_list(const httplib::Request&, httplib::Response& res, VizContext& ctx) {
   res.set_header("Cache-Control", "no-cache");
+  res.set_header("Vary", "Accept-Encoding");  // httplib compresses JSON bodies (gzip/br)
   send_json(res, ctx.traces.list());
 }
 
