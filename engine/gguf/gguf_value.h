@@ -13,7 +13,8 @@ enum class GGUFValueType : uint32_t {
 const char* gguf_value_type_name(GGUFValueType t);  // "UINT8" ...; "unknown" for bad ids
 bool gguf_value_type_valid(uint32_t id);
 // Levels of arrays one value may have (an array of arrays is 2); deeper files are refused.
-inline constexpr int kGGUFMaxArrayNesting = 8;
+// 4, as in the Hugging Face GGUF reader, so that every file written here reads there too.
+inline constexpr int kGGUFMaxArrayNesting = 4;
 
 struct GGUFValue {
   GGUFValueType type = GGUFValueType::UINT32;

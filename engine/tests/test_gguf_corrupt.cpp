@@ -118,7 +118,7 @@ TEST(GGUFCorrupt, MetadataTypesAndKeys) {
   deep.header(0, 1).str("deep").put<uint32_t>(9);
   for (int level = 0; level < 9; ++level) deep.put<uint32_t>(9).put<uint64_t>(1);
   deep.put<uint32_t>(0).put<uint64_t>(0);
-  EXPECT_EQ(parse_error(deep.b), "c.gguf: metadata key 'deep': arrays nested deeper than 8 levels");
+  EXPECT_EQ(parse_error(deep.b), "c.gguf: metadata key 'deep': arrays nested deeper than 4 levels");
   EXPECT_EQ(parse_error(Raw().header(0, 2).kv_u32("a", 1).kv_u32("a", 2).b),
             "c.gguf: metadata key 'a': duplicate key");
   // A corrupt key is shown escaped: control bytes and quotes cannot garble the message.

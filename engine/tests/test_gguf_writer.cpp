@@ -148,7 +148,7 @@ TEST(GGUFWriter, RejectsBadValuesAndTensors) {
   GGUFValue deep = GGUFValue::i32_array({1});
   for (int level = 1; level <= kGGUFMaxArrayNesting; ++level)
     deep = GGUFValue::array(VT::ARRAY, {deep});
-  expect_error(write_with("deep", deep), "arrays nested deeper than 8 levels");
+  expect_error(write_with("deep", deep), "arrays nested deeper than 4 levels");
 
   GGUFWriter w;
   expect_error([&] { w.set_alignment(48); }, "general.alignment 48 is not a power of two");
