@@ -44,6 +44,7 @@ std::string dump(const nlohmann::json& j) {
 const char* no_output_reason(const Node& n) {
   if (!n.executed()) return "fused";
   if (n.op == Op::KvStore) return "kv_store";
+  if (n.op == Op::Input) return "input";  // token ids / positions: shown as the step's tokens
   return "no_buffer";
 }
 

@@ -16,7 +16,7 @@ MODEL=models/$PRESET-$WEIGHTS.gguf
 mkdir -p models traces/local
 [ -f "$MODEL" ] || build/bin/minfer-gen --preset "$PRESET" --weights "$WEIGHTS" --seed 1 -o "$MODEL"
 TRACE=traces/local/demo-$PRESET-$WEIGHTS.json
-MINFER_TRACE=$TRACE build/bin/minfer "$MODEL" "$(printf '%b' "$PROMPT")" -n "$N"
+MINFER_TRACE=$TRACE build/bin/minfer "$MODEL" "$(printf '%b' "$PROMPT")" -n "$N" --repeat-penalty 1.3
 build/bin/minfer-trace summary "$TRACE" | head -20
 npm run --silent build:web
 echo

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
-for p in cmake ninja-build g++ pkg-config nlohmann-json3-dev libcpp-httplib-dev libgtest-dev zlib1g-dev chromium nodejs npm; do
+for p in cmake ninja-build g++ pkg-config nlohmann-json3-dev libcpp-httplib-dev libssl-dev libbrotli-dev libgtest-dev zlib1g-dev chromium nodejs npm; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

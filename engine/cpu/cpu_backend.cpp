@@ -102,11 +102,8 @@ void CpuBackend::run(const Graph& g, const Node& n) {
   const int64_t rows = n.rows(), cols = n.cols();
   const HParams& h = m_.hp;
   switch (n.op) {
-    case Op::Input: {
-      const auto& src = n.name == "positions" ? positions_ : tokens_;
-      for (size_t i = 0; i < src.size(); ++i) y[i] = static_cast<float>(src[i]);
+    case Op::Input:  // fed in begin(): tokens_ and positions_
       break;
-    }
     case Op::GetRows:
       cpu::get_rows(m_.weight(n.weight), tokens_.data(), rows, y);
       break;

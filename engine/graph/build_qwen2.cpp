@@ -45,6 +45,9 @@ Graph build_qwen2_graph(const Model& m, Phase phase, int n_tokens) {
   b.g.n_tokens = n_tokens;
   int tokens = b.node("tokens", Op::Input, {}, 1, -1, nullptr, DType::I32);
   int positions = b.node("positions", Op::Input, {}, 1, -1, nullptr, DType::I32);
+  // Inputs are integer ids fed by the executor, not activations: nothing to summarize.
+  b.g.nodes[static_cast<size_t>(tokens)].has_output = false;
+  b.g.nodes[static_cast<size_t>(positions)].has_output = false;
   int x = b.node("token_embd", Op::GetRows, {tokens}, h.n_embd, -1, &m.token_embd);
   for (int l = 0; l < static_cast<int>(h.n_layer); ++l) {
     const LayerWeights& w = m.layers[static_cast<size_t>(l)];
