@@ -3,7 +3,17 @@
 #include <algorithm>
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MINFER_CPU_RELAX() _mm_pause()
+#else
+#define MINFER_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace minfer {
+namespace {
+constexpr int kSpinBeforeSleep = 1 << 16;  // ~100 µs of pause instructions
+}
 
 ThreadPool::ThreadPool(int n) {
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -14,7 +24,8 @@ ThreadPool::ThreadPool(int n) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+    stop_.store(true);
+    generation_.fetch_add(1);
   }
   cv_start_.notify_all();
   for (auto& t : threads_) t.join();
@@ -23,19 +34,25 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinBeforeSleep) {
+      MINFER_CPU_RELAX();
+      ++spins;
     }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1);
+      cv_start_.wait(lk, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load()) return;
     for (;;) {
       int64_t b = next_.fetch_add(job_chunk_);
       if (b >= job_n_) break;
       (*job_)(b, std::min(job_n_, b + job_chunk_), index);
     }
-    std::lock_guard<std::mutex> lk(mu_);
-    if (--pending_ == 0) cv_done_.notify_one();
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -49,23 +66,26 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   }
   // Several chunks per thread balance uneven work without much contention.
   int64_t chunk = std::max(grain, (n + n_threads_ * 4 - 1) / (n_threads_ * 4));
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  next_.store(0);
+  pending_.store(n_threads_ - 1);
   {
+    // Publishing under the mutex pairs with the sleepers' predicate check (no lost wake-up).
     std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    next_.store(0);
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  cv_start_.notify_all();
+  if (sleepers_.load() > 0) cv_start_.notify_all();
   for (;;) {
     int64_t b = next_.fetch_add(chunk);
     if (b >= n) break;
     fn(b, std::min(n, b + chunk), 0);
   }
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [&] { return pending_ == 0; });
+  int spins = 0;
+  while (pending_.load(std::memory_order_acquire) > 0)
+    if (++spins < kSpinBeforeSleep) MINFER_CPU_RELAX();
+    else std::this_thread::yield();
   job_ = nullptr;
 }
 

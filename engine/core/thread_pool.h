@@ -30,13 +30,16 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
-  std::condition_variable cv_start_, cv_done_;
+  std::condition_variable cv_start_;
+  // A decode step issues hundreds of small parallel loops: workers spin briefly on the
+  // generation counter before sleeping, since a futex wake-up costs more than a small matmul.
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
   std::atomic<int64_t> next_{0};
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace minfer

@@ -1,6 +1,8 @@
 // minfer-bench: prefill (pp) and decode (tg) tokens/s as medians over repetitions.
 //   minfer-bench MODEL [-p 128] [-n 64] [-r 5] [--threads T] [--json]
 // MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
+// Also reports the decode floor: weight bytes streamed per token over the measured read
+// bandwidth, and the decode speed as a fraction of it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/membw.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
 #include "exec/generate.h"
@@ -76,18 +79,27 @@ int main(int argc, char** argv) {
       pp_ts.push_back(minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr).prefill_tok_s());
       tg_ts.push_back(minfer::generate(*model, backend, nullptr, {prompt[0]}, decode, nullptr).decode_tok_s());
     }
+    // Every weight is read once per decode token (the tied embedding once, as the output matrix).
+    size_t weight_bytes = 0;
+    for (const auto& t : model->file->tensors()) weight_bytes += t.nbytes;
+    const double bw = minfer::measure_read_bandwidth_gbs(pool);
+    const double floor_tok_s = bw * 1e9 / static_cast<double>(weight_bytes);
     nlohmann::json j = {
         {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
         {"matmul_path", minfer::matmul_path_name(backend.matmul_path())},
         {"threads", pool.size()}, {"load_ms", load_ms}, {"repetitions", reps},
         {"pp", {{"tokens", pp}, {"median_tok_s", median(pp_ts)}, {"runs_tok_s", pp_ts}}},
         {"tg", {{"tokens", tg}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
+        {"memory", {{"read_gb_s", bw}, {"weight_bytes_per_token", weight_bytes},
+                    {"decode_floor_tok_s", floor_tok_s}, {"tg_fraction_of_floor", median(tg_ts) / floor_tok_s}}},
         {"minfer_version", MINFER_VERSION}, {"commit", MINFER_GIT_COMMIT}};
     if (json) std::printf("%s\n", j.dump(2).c_str());
     else
-      std::printf("%s | %s | %s path | pp%d: %.2f tok/s | tg%d: %.2f tok/s (median of %d)\n",
+      std::printf("%s | %s | %s path | pp%d: %.2f tok/s | tg%d: %.2f tok/s (median of %d) | "
+                  "floor %.1f tok/s (%.0f MB/token at %.1f GB/s): %.0f%%\n",
                   model_path.c_str(), backend.device().c_str(), minfer::matmul_path_name(backend.matmul_path()),
-                  pp, median(pp_ts), tg, median(tg_ts), reps);
+                  pp, median(pp_ts), tg, median(tg_ts), reps, floor_tok_s, weight_bytes / 1e6, bw,
+                  100.0 * median(tg_ts) / floor_tok_s);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minfer-bench: error: %s\n", e.what());
