@@ -43,6 +43,18 @@ void matmul_mmq(const void* w, WeightType wt, int64_t n_out, int64_t n_in, const
 
   const VecDotFn dot = vec_dot_fn(wt);
   const VecDot4Fn dot4 = nt >= 4 ? vec_dot4_fn(wt) : nullptr;
+  // Tokens past the four-token groups (all of them when decoding) go through the GEMV kernel,
+  // its activation rows prepared once here rather than per weight row in every thread.
+  const int64_t t_single = dot4 ? nt / 4 * 4 : 0;
+  const GemvKernel gemv = gemv_kernel(wt);
+  static thread_local std::vector<uint8_t> gemv_prep;
+  const size_t prep_row = gemv.rows ? (gemv.prep_bytes(n_in) + 63) / 64 * 64 : 0;
+  if (gemv.rows) {
+    gemv_prep.resize(prep_row * static_cast<size_t>(nt - t_single));
+    for (int64_t t = t_single; t < nt; ++t)
+      gemv.prep(n_in, act + static_cast<size_t>(t) * a_row, gemv_prep.data() + (t - t_single) * prep_row);
+  }
+  const uint8_t* prepared = gemv_prep.data();  // the caller's buffer: workers' thread_locals differ
   const auto* wb = static_cast<const uint8_t*>(w);
   constexpr int64_t kRowGroup = 16;  // rows whose weights stay in L1/L2 while tokens stream past
   // Tiny products are not worth waking the threads for.
@@ -64,6 +76,13 @@ void matmul_mmq(const void* w, WeightType wt, int64_t n_out, int64_t n_in, const
       for (; t < nt; ++t) {
         const uint8_t* a = act + static_cast<size_t>(t) * a_row;
         float* yt = y + t * n_out;
+        if (gemv.rows) {
+          gemv.rows(n_in, wb + static_cast<size_t>(g0) * w_row, w_row, g1 - g0,
+                    prepared + (t - t_single) * prep_row, yt + g0);
+          if (bias)
+            for (int64_t r = g0; r < g1; ++r) yt[r] += bias[r];
+          continue;
+        }
         for (int64_t r = g0; r < g1; ++r)
           yt[r] = dot(n_in, wb + static_cast<size_t>(r) * w_row, a) + (bias ? bias[r] : 0.0f);
       }

@@ -22,6 +22,16 @@ VecDotFn vec_dot_fn(WeightType weight);
 using VecDot4Fn = void (*)(int64_t n, const void* w_row, const void* act_rows, size_t a_stride, float out[4]);
 // nullptr when the type has no 4-row kernel in this build (callers then loop over vec_dot).
 VecDot4Fn vec_dot4_fn(WeightType weight);
+// Decode GEMV: one activation row (in vec_dot_type's format) against many weight rows.
+// prep rearranges the activation row once per call into prep_bytes(n) bytes; rows then writes
+// out[r] = vec_dot(weight row r = w + r * w_stride, activation) for r < rows, up to float
+// rounding. All null when the type has none in this build (callers then loop over vec_dot).
+struct GemvKernel {
+  size_t (*prep_bytes)(int64_t n) = nullptr;
+  void (*prep)(int64_t n, const void* act_row, void* prep) = nullptr;
+  void (*rows)(int64_t n, const void* w, size_t w_stride, int64_t rows, const void* prep, float* out) = nullptr;
+};
+GemvKernel gemv_kernel(WeightType weight);
 // The instruction set the SIMD dots were compiled for ("avx2+vnni", "avx2", "none").
 const char* simd_dot_isa();
 

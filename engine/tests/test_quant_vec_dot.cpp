@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -140,6 +141,59 @@ TEST(VecDot, FourRowKernelsMatchSingleDots) {
   EXPECT_GE(tested, 3);  // Q4_0, Q5_0, Q8_0
 #else
   if (tested == 0) GTEST_SKIP() << "no four-row kernels without AVX2";
+#endif
+}
+
+// The decode GEMV kernels (one activation row, many weight rows; used by matmul_mmq for single
+// tokens) agree with the scalar vec_dot of each row: row counts around the kernels' 4-row
+// groups, odd and even block counts, quantized rows plus rows of random code bytes (every
+// code value, -128 included for Q8_0) with random f16 scales.
+TEST(VecDot, GemvKernelsMatchScalarDots) {
+  int tested = 0;
+  std::mt19937 rng(77);
+  for (WeightType wt : kWeightTypes) {
+    const GemvKernel k = gemv_kernel(wt);
+    if (!k.rows) continue;
+    ++tested;
+    const WeightType at = vec_dot_type(wt);
+    const size_t block_bytes = row_bytes(wt, 32);
+    for (int64_t n : {32, 96, 896, 4864})
+      for (int64_t rows : {1, 3, 4, 5, 9}) {
+        const size_t w_row = row_bytes(wt, n);
+        std::vector<uint8_t> w(w_row * static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          uint8_t* dst = w.data() + r * w_row;
+          if (r % 2 == 0) {
+            const auto q = quantize(wt, random_row(n, 100 + static_cast<uint32_t>(r), 0.1f * r));
+            std::copy(q.begin(), q.end(), dst);
+          } else {  // raw codes; the block's leading f16 scale kept in a sane range
+            for (size_t b = 0; b < w_row; ++b) dst[b] = static_cast<uint8_t>(rng());
+            for (size_t b = 0; b < w_row; b += block_bytes) {
+              const uint16_t d = f32_to_fp16(std::ldexp(static_cast<float>(rng() % 1000 + 1), -14));
+              std::memcpy(dst + b, &d, 2);
+            }
+          }
+        }
+        const auto act = quantize(at, random_row(n, 200 + static_cast<uint32_t>(n), -0.2f));
+        std::vector<uint8_t> prep(k.prep_bytes(n));
+        k.prep(n, act.data(), prep.data());
+        std::vector<float> out(static_cast<size_t>(rows), -1.0f);
+        k.rows(n, w.data(), w_row, rows, prep.data(), out.data());
+        const auto xa = dequantize(at, act, n);
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<uint8_t> wr(w.begin() + r * w_row, w.begin() + (r + 1) * w_row);
+          const auto xw = dequantize(wt, wr, n);
+          double mag = 0;
+          for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(xw[i]) * xa[i]);
+          const float one = vec_dot_path(DotPath::Scalar, wt, n, wr.data(), act.data());
+          EXPECT_NEAR(out[r], one, 1e-5 * mag + 1e-9) << name(wt) << " n=" << n << " rows=" << rows << " row " << r;
+        }
+      }
+  }
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  EXPECT_GE(tested, 2);  // Q4_0, Q8_0
+#else
+  if (tested == 0) GTEST_SKIP() << "no GEMV kernels without AVX2";
 #endif
 }
 
