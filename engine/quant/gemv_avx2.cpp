@@ -56,6 +56,10 @@ const float* f16_table() {
   return table.data();
 }
 
+// Rows are only a few hundred bytes: each 4-row pass is too short for the hardware prefetcher
+// to ramp up, so each row asks for the same spot of the row this far ahead.
+constexpr size_t kPrefetchRows = 16;
+
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
@@ -105,6 +109,7 @@ void q4_0_rows(int64_t n, const uint8_t* w, size_t stride, const PairQ4* a, floa
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const BlockQ4_0* x = reinterpret_cast<const BlockQ4_0*>(w + r * stride) + i;
+      if constexpr (R == 4) _mm_prefetch(reinterpret_cast<const char*>(x) + kPrefetchRows * stride, _MM_HINT_T0);
       __m256i q;
       __m256 dw;
       if (pair) [[likely]] {
@@ -167,6 +172,7 @@ void q8_0_rows(int64_t n, const uint8_t* w, size_t stride, const BlockPrepQ8* a,
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const BlockQ8_0* x = reinterpret_cast<const BlockQ8_0*>(w + r * stride) + i;
+      if constexpr (R == 4) _mm_prefetch(reinterpret_cast<const char*>(x) + kPrefetchRows * stride, _MM_HINT_T0);
       const __m256i q = load256(x->qs);
       __m256i s;
       if constexpr (kVnni)
