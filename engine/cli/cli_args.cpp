@@ -68,7 +68,8 @@ CliOptions parse_cli(int argc, char** argv) {
     } else if (f == "--dump-graph") o.dump_graph = value(f);
     else if (f == "--file") o.prompt_file = value(f);
     else if (f == "--quiet") o.stats_only_output = true;
-    else if (f == "--trace-stats-only") o.trace_args.push_back(f);
+    else if (f == "--trace-stats-only" || (f.rfind("--trace", 0) == 0 && f.find('=') != std::string::npos))
+      o.trace_args.push_back(f);  // the recorder parses --trace-x=value itself
     else if (f.rfind("--trace", 0) == 0) {
       o.trace_args.push_back(f);
       o.trace_args.push_back(value(f));

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -203,4 +204,31 @@ TEST(Cli, DiffOfMmqAndFloatPaths) {
   r = sh(kBin + "minfer-trace diff " + a + " " + c, d);
   EXPECT_NE(r.code, 0);
   EXPECT_NE((r.out + r.err).find("model"), std::string::npos) << r.out << r.err;
+}
+
+TEST(Cli, TraceFlagsSelectNodesAndGrid) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("flags");
+  const std::string t = (d / "f.json").string();
+  CmdResult r = sh(kBin + "minfer " + p + " 'Hello there' -n 3 --quiet --trace " + t +
+                   " --trace-nodes 'blk.0.attn_*' --trace-grid=4x16 --trace-topk 5", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["meta"]["options"]["grid_cols"], 16);
+  EXPECT_EQ(j["steps"][0]["logits"]["top"].size(), 5u);
+  std::map<int, std::string> names;
+  for (auto& n : j["graphs"][0]["nodes"]) names[n["id"].get<int>()] = n["name"];
+  size_t with_stats = 0;
+  for (auto& n : j["steps"][0]["nodes"]) {
+    if (!n.contains("stats")) continue;
+    ++with_stats;
+    EXPECT_EQ(names[n["id"].get<int>()].rfind("blk.0.attn_", 0), 0u) << names[n["id"].get<int>()];
+    EXPECT_LE(n["grid"]["cols"].get<int>(), 16);
+    EXPECT_LE(n["grid"]["rows"].get<int>(), 4);
+  }
+  EXPECT_GT(with_stats, 0u);
+  r = sh(kBin + "minfer " + p + " hi --trace-bogus 1", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--trace-bogus"), std::string::npos) << r.err;
 }
