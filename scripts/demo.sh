@@ -11,7 +11,7 @@ WEIGHTS=${MINFER_WEIGHTS:-q8_0}
 PORT=${PORT:-8080}
 N=${N:-32}
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh minfer minfer-gen minfer-trace minfer-viz
 MODEL=models/$PRESET-$WEIGHTS.gguf
 mkdir -p models traces/local
 [ -f "$MODEL" ] || build/bin/minfer-gen --preset "$PRESET" --weights "$WEIGHTS" --seed 1 -o "$MODEL"
