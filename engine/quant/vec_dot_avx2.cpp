@@ -9,34 +9,19 @@
 #include <cstring>
 
 #include "core/fp16.h"
-
+#include "quant/avx2_helpers.h"
 
 namespace minfer::qimpl {
 namespace {
+
+using avx2::dot_u8s8;
+using avx2::hsum;
 
 // f16 -> f32 through F16C's vector form: the scalar vcvtsh2ss that _Float16 compiles to merges
 // into its destination register and chained the blocks' scale computations into one long
 // dependency through the loop.
 inline float h2f(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// acc + sum over groups of 4 of u8(u) * s8(s), as int32 lanes.
-inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(acc, u, s);
-#elif defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(acc, u, s);
-#else
-  // maddubs cannot saturate here: |u| <= 128, |s| <= 127 and pairs give at most 32512.
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-#endif
-}
 // Sum of s8(x) * s8(y) in int32 lanes, through |x| and y with x's sign.
 inline __m256i dot_s8s8(__m256i x, __m256i y) {
   return dot_u8s8(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));

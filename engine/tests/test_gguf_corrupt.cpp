@@ -7,43 +7,14 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_raw_bytes.h"
 
 namespace minfer {
 namespace {
 
 namespace fs = std::filesystem;
+using Raw = testing::RawGGUF;
 
-// Little-endian byte builder for raw GGUF images.
-struct Raw {
-  std::vector<uint8_t> b;
-  template <class T>
-  Raw& put(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    b.insert(b.end(), p, p + sizeof v);
-    return *this;
-  }
-  Raw& str(const std::string& s) {
-    put<uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
-    return *this;
-  }
-  Raw& header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
-    return put<uint32_t>(0x46554747).put<uint32_t>(version).put<uint64_t>(n_tensors).put<uint64_t>(
-        n_kv);
-  }
-  Raw& kv_u32(const std::string& key, uint32_t v) { return str(key).put<uint32_t>(4).put(v); }
-  Raw& tensor(const std::string& name, std::vector<int64_t> ne, uint32_t type, uint64_t offset) {
-    str(name).put<uint32_t>(static_cast<uint32_t>(ne.size()));
-    for (int64_t d : ne) put<int64_t>(d);
-    return put<uint32_t>(type).put<uint64_t>(offset);
-  }
-  // Pads to the data section (alignment a) and appends n data bytes.
-  Raw& data(size_t n, size_t a = 32) {
-    b.resize((b.size() + a - 1) / a * a, 0);
-    b.resize(b.size() + n, 0x5a);
-    return *this;
-  }
-};
 
 std::string parse_error(const std::vector<uint8_t>& bytes, const std::string& label = "c.gguf") {
   // An exact-size heap copy, so that any read past the end is caught by AddressSanitizer.

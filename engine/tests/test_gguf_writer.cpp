@@ -13,12 +13,14 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_raw_bytes.h"
 
 namespace minfer {
 namespace {
 
 namespace fs = std::filesystem;
 using VT = GGUFValueType;
+using Raw = testing::RawGGUF;
 
 fs::path temp_dir() {
   fs::path dir = fs::path(MINFER_BINARY_DIR) / "test-tmp" / "gguf_writer";
@@ -31,24 +33,6 @@ std::vector<uint8_t> read_all(const fs::path& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
-struct Raw {
-  std::vector<uint8_t> b;
-  template <class T>
-  Raw& put(T v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    b.insert(b.end(), p, p + sizeof v);
-    return *this;
-  }
-  Raw& str(const std::string& s) {
-    put<uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
-    return *this;
-  }
-  Raw& pad(size_t a) {
-    b.resize((b.size() + a - 1) / a * a, 0);
-    return *this;
-  }
-};
 
 void expect_error(const std::function<void()>& fn, const std::string& fragment) {
   try {

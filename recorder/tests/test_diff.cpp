@@ -12,6 +12,7 @@
 #include "recorder.h"
 #include "synthetic.h"
 #include "trace_diff.h"
+#include "test_tmp.h"
 #include "trace_load.h"
 
 using namespace minfer;
@@ -21,12 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path d = fs::path(MINFER_BINARY_DIR) / "recorder-test-tmp" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+using minfer::trace::testing::temp_dir;
 
 json record(const std::string& path, const synth::Run& run, const json& meta = synth::meta()) {
   RecorderOptions o;

@@ -13,6 +13,7 @@
 #include "recorder.h"
 #include "synthetic.h"
 #include "trace_check.h"
+#include "test_tmp.h"
 #include "trace_load.h"
 
 using namespace minfer;
@@ -22,12 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path d = fs::path(MINFER_BINARY_DIR) / "recorder-test-tmp" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+using minfer::trace::testing::temp_dir;
 
 json record(const std::string& path, synth::Run run, RecorderOptions o = {}) {
   o.path = path;
