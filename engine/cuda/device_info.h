@@ -1,0 +1,13 @@
+// Whether a usable GPU is here (driver, device, Hopper or newer), and what it is called.
+#pragma once
+#include <string>
+
+namespace minfer::cuda {
+
+// True when device 0 can run minfer's sm_90 kernels; otherwise false and *why says what is
+// missing (no driver, no device, compute capability too old).
+bool device_usable(std::string* why);
+// "NVIDIA H200 (sm_90, 139.8 GiB, driver 13.0)"; call only when device_usable().
+std::string device_description();
+
+}  // namespace minfer::cuda

@@ -1,0 +1,78 @@
+// Shared helpers of the GPU tests: skip with a visible reason when no usable GPU exists, random
+// inputs (never zeros), device round trips and error measures with stated tolerances.
+#pragma once
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+#include "cuda/device_info.h"
+
+namespace minfer::testing {
+
+#define MINFER_REQUIRE_GPU()                                                        \
+  do {                                                                              \
+    std::string why_;                                                               \
+    if (!minfer::cuda::device_usable(&why_)) GTEST_SKIP() << "SKIPPED (GPU test): " << why_; \
+  } while (0)
+
+// n floats from N(0, scale^2) with a few planted outliers (real activations have them).
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  for (size_t i = 0; i < n; i += 997) v[i] *= 8.0f;
+  return v;
+}
+
+template <class T>
+cuda::DeviceBuffer to_device(const std::vector<T>& h, const char* what = "test input") {
+  cuda::DeviceBuffer b(h.size() * sizeof(T), what);
+  CUDA_CHECK(cudaMemcpy(b.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+template <class T>
+std::vector<T> to_host(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<T> h(n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(h.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// A device buffer filled with NaN bit patterns, so an output element no kernel wrote is caught.
+inline cuda::DeviceBuffer poisoned(size_t bytes, const char* what = "test output") {
+  cuda::DeviceBuffer b(bytes, what);
+  CUDA_CHECK(cudaMemset(b.get(), 0xFF, bytes));
+  return b;
+}
+
+// ||a - b|| / ||b|| (relative L2 error), in double; NaN anywhere gives +inf.
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    const double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return m;
+}
+
+}  // namespace minfer::testing
