@@ -190,17 +190,18 @@ struct Recorder::Impl {
     kernels.clear();
   }
 
-  void node(const Node& n, const NodeOutput* out, double seconds) {
-    const auto now = Clock::now();
+  void node(const Node& n, const NodeOutput* out, const NodeTime& t) {
     if (!in_step) fail("recorder: node '", n.name, "' reported outside a step");
     if (n.id < 0 || static_cast<size_t>(n.id) >= node_records.size())
       fail("recorder: node id ", n.id, " ('", n.name, "') is not in the step's graph");
     std::string o = "{\"id\":";
     append_int(o, n.id);
-    o += ",\"time_us\":";
-    append_number(o, seconds * 1e6);
-    o += ",\"start_us\":";
-    append_number(o, ms_between(step_start, now) * 1e3 - seconds * 1e6);
+    if (t.measured()) {  // a step replayed as one CUDA graph has no host time per node
+      o += ",\"time_us\":";
+      append_number(o, t.seconds * 1e6);
+      o += ",\"start_us\":";
+      append_number(o, t.start_s * 1e6);
+    }
     if (out == nullptr || !n.executed() || !n.has_output) {
       o += ",\"no_output\":\"";
       o += no_output_reason(n);
@@ -330,8 +331,8 @@ bool Recorder::wants(const Node& n) const {
   return impl_ && impl_->step_selected && impl_->node_filter.matches(n.name);
 }
 
-void Recorder::on_node(const Node& n, const NodeOutput* out, double seconds) {
-  if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, out, seconds);
+void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) {
+  if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, out, t);
 }
 
 void Recorder::on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {

@@ -40,7 +40,7 @@ class Recorder final : public Observer {
   void on_graph(const Graph& g) override;
   void on_step_begin(const Graph& g, const StepInfo& s) override;
   bool wants(const Node& n) const override;
-  void on_node(const Node& n, const NodeOutput* out, double seconds) override;
+  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override;
   void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override;
   void on_step_end(const StepInfo& s, double seconds) override;
 

@@ -18,7 +18,7 @@ for preset in "${PRESETS[@]}"; do
   for path in mmq f16; do
     T=$OUT/$preset-$W-$path.json
     if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
-    MINFER_TRACE=$T "$B/bin/minfer" "$M" "$PROMPT" -n $N --repeat-penalty 1.3 --quiet
+    MINFER_TRACE=$T "$B/bin/minfer" "$M" "$PROMPT" -n $N --repeat-penalty 1.3 --quiet --backend "${MINFER_BACKEND:-cpu}"
     "$B/bin/minfer-trace" validate "$T"
     if [ "$preset" != tiny ]; then gzip -9 -f "$T"; fi
   done

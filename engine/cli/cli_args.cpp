@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "cli/backend_choice.h"
 #include "core/error.h"
 
 namespace minfer {
@@ -29,13 +30,14 @@ double to_float(const std::string& flag, const std::string& v) {
 
 const char* cli_usage() {
   return "usage: minfer MODEL.gguf PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
-         "              [--repeat-penalty R] [--seed S] [--threads T] [--backend cpu|cuda]\n"
+         "              [--repeat-penalty R] [--seed S] [--threads T] [--backend auto|cpu|cuda]\n"
          "              [--dump-graph FILE] [--trace FILE] [--trace-nodes PATTERN]\n"
          "              [--trace-grid ROWSxCOLS] [--trace-bins N] [--trace-topk K]\n"
          "              [--trace-steps LIST] [--trace-stats-only]\n"
          "       minfer tokenize MODEL.gguf (TEXT | --file F)\n"
+         "backend: auto (default) = cuda when a usable GPU exists, else cpu\n"
          "env: MINFER_TRACE=FILE records a trace; MINFER_MMQ=0 selects the float prefill path;\n"
-         "     MINFER_THREADS=N; MINFER_NO_FUSION=1\n";
+         "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly\n";
 }
 
 CliOptions parse_cli(int argc, char** argv) {
@@ -62,10 +64,8 @@ CliOptions parse_cli(int argc, char** argv) {
     else if (f == "--repeat-penalty") o.sampler.repeat_penalty = static_cast<float>(to_float(f, value(f)));
     else if (f == "--seed") o.sampler.seed = static_cast<uint64_t>(to_int(f, value(f), 0, (1LL << 62)));
     else if (f == "--threads") o.threads = static_cast<int>(to_int(f, value(f), 1, 1024));
-    else if (f == "--backend") {
-      o.backend = value(f);
-      if (o.backend != "cpu" && o.backend != "cuda") fail("--backend: expected cpu or cuda, got '", o.backend, "'");
-    } else if (f == "--dump-graph") o.dump_graph = value(f);
+    else if (f == "--backend") o.backend = parse_backend_flag(value(f));
+    else if (f == "--dump-graph") o.dump_graph = value(f);
     else if (f == "--file") o.prompt_file = value(f);
     else if (f == "--quiet") o.stats_only_output = true;
     else if (f == "--trace-stats-only" || (f.rfind("--trace", 0) == 0 && f.find('=') != std::string::npos))

@@ -12,7 +12,7 @@ struct CliOptions {
   std::string model, prompt, prompt_file;
   int n_predict = 32;
   SamplerOptions sampler;
-  std::string backend = "cpu";
+  std::string backend = "auto";  // auto | cpu | cuda
   std::string dump_graph;
   int threads = 0;
   bool stats_only_output = false;      // --quiet: no streamed text

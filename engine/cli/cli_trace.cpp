@@ -5,11 +5,25 @@
 #include "core/error.h"
 #include "sha256.h"
 #include "core/thread_pool.h"
+#include "graph/build_qwen2.h"
 #include "graph_json.h"
 #include "recorder.h"
 
 namespace minfer {
 namespace {
+
+// Per matmul node, the kernel the backend runs it with: in a prefill of several tokens, and in
+// a decode step.
+nlohmann::json matmul_kernels(const Model& m, const Backend& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (Phase ph : {Phase::Prefill, Phase::Decode}) {
+    nlohmann::json per = nlohmann::json::object();
+    for (const Node& n : make_graph(m, ph, ph == Phase::Prefill ? 2 : 1).nodes)
+      if (n.executed() && (n.op == Op::MatMul || n.op == Op::Logits)) per[n.name] = b.matmul_kernel(n);
+    j[phase_name(ph)] = per;
+  }
+  return j;
+}
 
 nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
   const HParams& h = m.hp;
@@ -32,7 +46,8 @@ nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
       {"backend", b.name()},
       {"device", b.device()},
       {"matmul_path", matmul_path_name(b.matmul_path())},
-      {"cuda_graph", false},
+      {"cuda_graph", b.step_graphs()},
+      {"matmul_kernels", matmul_kernels(m, b)},
       {"threads", ThreadPool::global().size()},
       {"prompt", o.prompt},
       {"sampler",

@@ -6,13 +6,14 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/backend_choice.h"
 #include "cli/cli_args.h"
 #include "cli/cli_trace.h"
 #include "core/error.h"
-#include "cpu/cpu_backend.h"
 #include "exec/generate.h"
 #include "graph/build_qwen2.h"
 #include "model/model.h"
+#include "output_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -34,33 +35,20 @@ int run_tokenize(const CliOptions& o) {
   std::string out = "[";
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
   std::printf("%s]\n", out.c_str());
+  trace::finish_stdout();  // ids lost to a full disk or closed pipe are an error, not exit 0
   return 0;
 }
 
-std::unique_ptr<Backend> make_backend(const CliOptions& o, const Model& m) {
-  if (o.backend == "cuda")
-    fail("--backend cuda: this build of minfer has no CUDA backend (use --backend cpu)");
-  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
-  return std::make_unique<CpuBackend>(m, matmul_path_from_env());
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) fail(path, ": cannot open for writing");
-    f << text;
-    if (!f.flush()) fail(path, ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, ": cannot rename ", tmp, " into place");
-}
+// Never renames over a device (--dump-graph /dev/null); every write is checked.
+void write_text_file(const std::string& path, const std::string& text) { trace::write_output_file(path, text); }
 
 int run_generate(const CliOptions& o) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   auto model = Model::load(o.model);
   auto tok = Tokenizer::from_gguf(*model->file);
-  auto backend = make_backend(o, *model);
+  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
+  auto backend = make_backend(o.backend, *model, matmul_path_from_env());
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
   const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
@@ -92,6 +80,7 @@ int run_generate(const CliOptions& o) {
                load_ms, r.prompt.size(), r.prefill_tok_s(), r.decode_s.size(), r.decode_tok_s(),
                backend->name().c_str(), matmul_path_name(backend->matmul_path()));
   if (trace) std::fprintf(stderr, "trace: %s\n", trace->finish(r, load_ms).c_str());
+  trace::finish_stdout();  // generated text lost to a full disk or closed pipe is an error
   return 0;
 }
 

@@ -1,12 +1,15 @@
 #include "cpu/cpu_backend.h"
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/membw.h"
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
 #include "cpu/summarize.h"
+#include "quant/quant.h"
 
 namespace minfer {
 
@@ -97,6 +100,13 @@ void CpuBackend::matmul(const Node& n, const float* x, float* y, const float* bi
     matmul_float(w.data, w.type, w.rows, w.cols, x, n.rows(), bias, y, pool_);
 }
 
+std::string CpuBackend::matmul_kernel(const Node& n) const {
+  const WeightType t = m_.weight(n.weight).type;
+  if (path_ == MatmulPath::MMQ || n.rows() == 1)
+    return is_quantized(t) ? std::string("mmq (activations as ") + minfer::name(vec_dot_type(t)) + ")" : "f32 dot";
+  return "f32 gemm (weights dequantized per tile)";
+}
+
 void CpuBackend::run(const Graph& g, const Node& n) {
   float* y = n.has_output ? buf_[static_cast<size_t>(n.id)].data() : nullptr;
   const int64_t rows = n.rows(), cols = n.cols();
@@ -158,9 +168,30 @@ void CpuBackend::run(const Graph& g, const Node& n) {
   }
 }
 
+void CpuBackend::run_step(const Graph& g, const StepInfo& s) {
+  using clock = std::chrono::steady_clock;
+  begin(g, s.tokens, s.pos0);
+  times_.assign(g.nodes.size(), NodeTime{});
+  const auto t0 = clock::now();
+  auto since = [&](clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+  for (const Node& n : g.nodes) {
+    if (!n.executed()) continue;
+    const auto a = clock::now();
+    run(g, n);
+    const double start = since(a);
+    times_[static_cast<size_t>(n.id)] = NodeTime{start, since(clock::now()) - start};
+  }
+}
+
+NodeTime CpuBackend::node_time(const Node& n) const {
+  return static_cast<size_t>(n.id) < times_.size() ? times_[static_cast<size_t>(n.id)] : NodeTime{};
+}
+
 const NodeOutput* CpuBackend::output(const Node& n) const {
   return outputs_.at(static_cast<size_t>(n.id)).get();
 }
+
+double CpuBackend::read_bandwidth_gbs() { return measure_read_bandwidth_gbs(pool_); }
 
 void CpuBackend::read_logits(const Graph& g, std::vector<float>& out) {
   const Node& last = g.nodes.back();

@@ -18,13 +18,18 @@ class CpuBackend final : public Backend {
   std::string device() const override;
   MatmulPath matmul_path() const override { return path_; }
   void reserve_context(int64_t n_ctx) override;
-  void begin(const Graph& g, const std::vector<int32_t>& tokens, int pos0) override;
-  void run(const Graph& g, const Node& n) override;
+  // The CPU keeps its node loop behind the step, timing each node.
+  void run_step(const Graph& g, const StepInfo& s) override;
   const NodeOutput* output(const Node& n) const override;
+  NodeTime node_time(const Node& n) const override;
   void read_logits(const Graph& g, std::vector<float>& out) override;
+  double read_bandwidth_gbs() override;
+  std::string matmul_kernel(const Node& n) const override;
 
  private:
   class HostOutput;
+  void begin(const Graph& g, const std::vector<int32_t>& tokens, int pos0);
+  void run(const Graph& g, const Node& n);
   const float* in(const Graph& g, const Node& n, size_t i) const;
   const float* f32_weight(const std::string& name);
   void matmul(const Node& n, const float* x, float* y, const float* bias);
@@ -34,6 +39,7 @@ class CpuBackend final : public Backend {
   ThreadPool& pool_;
   std::vector<std::vector<float>> buf_;              // per node id
   std::vector<std::unique_ptr<HostOutput>> outputs_;  // per node id
+  std::vector<NodeTime> times_;                       // per node id, last step
   std::vector<int32_t> tokens_, positions_;
   std::map<std::string, std::vector<float>> small_f32_;  // norms and biases as f32
   int64_t n_ctx_ = 0;

@@ -7,21 +7,16 @@ namespace minfer {
 double Executor::run(const Graph& g, const StepInfo& s) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  backend_.begin(g, s.tokens, s.pos0);
   if (observer_) observer_->on_step_begin(g, s);
-  for (const Node& n : g.nodes) {
-    if (!n.executed()) {
-      if (observer_ && observer_->wants(n)) observer_->on_node(n, nullptr, 0.0);
-      continue;
+  backend_.run_step(g, s);
+  if (observer_) {
+    // Node outputs outlive the step: the observer reads them (summaries are computed where the
+    // tensors live) after the whole step ran, so a step stays one CUDA graph.
+    for (const Node& n : g.nodes) {
+      if (!observer_->wants(n)) continue;
+      const NodeOutput* out = n.executed() && n.has_output ? backend_.output(n) : nullptr;
+      observer_->on_node(n, out, n.executed() ? backend_.node_time(n) : NodeTime{0, 0});
     }
-    if (!observer_) {
-      backend_.run(g, n);
-      continue;
-    }
-    auto a = clock::now();
-    backend_.run(g, n);
-    double sec = std::chrono::duration<double>(clock::now() - a).count();
-    if (observer_->wants(n)) observer_->on_node(n, n.has_output ? backend_.output(n) : nullptr, sec);
   }
   return std::chrono::duration<double>(clock::now() - t0).count();
 }

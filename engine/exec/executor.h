@@ -1,4 +1,4 @@
-// Runs a graph node by node on a backend and shows each node output to the observer.
+// Runs a step (a whole graph) on a backend, then shows every node output to the observer.
 #pragma once
 #include "exec/backend.h"
 #include "exec/observer.h"
@@ -10,7 +10,7 @@ class Executor {
   explicit Executor(Backend& b) : backend_(b) {}
   void set_observer(Observer* o) { observer_ = o; }
   Observer* observer() const { return observer_; }
-  // Feeds the step's tokens, runs every executed node; returns the wall seconds.
+  // Runs the step on the backend, then the observer; returns the wall seconds of both.
   double run(const Graph& g, const StepInfo& s);
 
  private:

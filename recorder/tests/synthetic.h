@@ -148,15 +148,15 @@ inline void run(Observer& obs, const Run& r) {
     obs.on_step_begin(g, s);
     for (const Node& n : g.nodes) {
       if (!obs.wants(n)) continue;
-      const double sec = 1e-5 * (1 + n.id % 7);
+      const NodeTime t{1e-5 * n.id, 1e-5 * (1 + n.id % 7)};
       if (!n.executed() || !n.has_output) {
-        obs.on_node(n, nullptr, n.executed() ? sec : 0.0);
+        obs.on_node(n, nullptr, n.executed() ? t : NodeTime{0, 0});
         continue;
       }
       std::vector<float> v = node_values(r, step, n);
       if (r.perturb) r.perturb(step, n, v);
       HostOutput out(std::move(v), n.rows(), n.cols());
-      obs.on_node(n, &out, sec);
+      obs.on_node(n, &out, t);
     }
     const auto lg = logits_values(r, step, r.shapes.n_vocab);
     next = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());

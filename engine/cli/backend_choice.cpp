@@ -1,0 +1,69 @@
+#include "cli/backend_choice.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "cpu/cpu_backend.h"
+#if MINFER_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#include "cuda/device_info.h"
+#endif
+
+namespace minfer {
+
+std::string parse_backend_flag(const std::string& v) {
+  if (v != "auto" && v != "cpu" && v != "cuda") fail("--backend: expected auto, cpu or cuda, got '", v, "'");
+  return v;
+}
+
+namespace {
+
+bool gpu_usable(std::string* why) {
+#if MINFER_HAVE_CUDA
+  return cuda::device_usable(why);
+#else
+  *why = "this build of minfer has no CUDA backend (built without the CUDA toolkit)";
+  return false;
+#endif
+}
+
+void announce(const Backend& b, const std::string& choice, bool quiet) {
+  if (quiet) return;
+  std::fprintf(stderr, "backend: %s%s on %s, %s prefill%s\n", b.name().c_str(),
+               choice == "auto" ? " (auto)" : "", b.device().c_str(), matmul_path_name(b.matmul_path()),
+               b.step_graphs() ? ", decode as one CUDA graph" : "");
+  const MemoryReport mem = b.memory();
+  if (mem.empty()) return;
+  int64_t total = 0;
+  std::string parts;
+  for (const auto& [what, bytes] : mem) {
+    total += bytes;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.1f MiB", parts.empty() ? "" : ", ", what.c_str(), bytes / 1048576.0);
+    parts += buf;
+  }
+  std::fprintf(stderr, "gpu memory: %.1f MiB (%s)\n", total / 1048576.0, parts.c_str());
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
+                                      ThreadPool* pool, bool quiet) {
+  std::string why;
+  const bool use_cuda = choice == "cuda" || (choice == "auto" && gpu_usable(&why));
+  std::unique_ptr<Backend> b;
+  if (use_cuda) {
+    if (choice == "cuda" && !gpu_usable(&why)) fail("--backend cuda: ", why);
+#if MINFER_HAVE_CUDA
+    b = std::make_unique<CudaBackend>(m, path);
+#endif
+  } else {
+    if (choice == "auto" && !quiet) std::fprintf(stderr, "backend: auto picks cpu: %s\n", why.c_str());
+    b = std::make_unique<CpuBackend>(m, path, pool ? *pool : ThreadPool::global());
+  }
+  announce(*b, choice, quiet);
+  return b;
+}
+
+}  // namespace minfer

@@ -1,0 +1,22 @@
+// --backend auto|cpu|cuda for every tool: one place that picks, builds and announces a backend.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "exec/backend.h"
+#include "model/model.h"
+
+namespace minfer {
+
+class ThreadPool;
+
+// "auto", "cpu" or "cuda"; anything else is an Error naming the flag.
+std::string parse_backend_flag(const std::string& value);
+// auto = cuda when a usable GPU exists (else cpu). cuda without a usable GPU, or in a build
+// without the CUDA toolkit, is an Error saying why (never a silent CPU run). Prints the choice
+// and, for cuda, the GPU memory it holds to stderr unless quiet. pool: the CPU backend's threads
+// (the global pool when null).
+std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
+                                      ThreadPool* pool = nullptr, bool quiet = false);
+
+}  // namespace minfer

