@@ -30,7 +30,7 @@ if has build; then
   GT=$ROOT/.devdeps/usr/lib/x86_64-linux-gnu/cmake/GTest
   cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_CUDA=ON ${GT:+-DGTest_DIR=$GT} \
     > "$LOGS/configure.log" 2>&1 || { say "configure FAILED"; tail -30 "$LOGS/configure.log"; }
-  if ninja -C "$B" -j"$(nproc)" > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
+  if ninja -C "$B" -k 0 -j"$(nproc)" > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
   else say "build FAILED"; grep -E "error|FAILED" "$LOGS/build.log" | head -40; fi
 fi
 
@@ -45,22 +45,6 @@ if has tests; then
   grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -40 >> "$SUMMARY"
 fi
 
-if has sanitize; then
-  for tool in memcheck racecheck; do
-    fails=0
-    for t in "$B"/tests/test_cuda_*; do
-      n=$(basename "$t")
-      # The whole-model test is large: the sanitizers run its graph-replay test and one type.
-      filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
-      compute-sanitizer --tool $tool --error-exitcode 99 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1
-      rc=$?
-      s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitize-$tool-$n.log" | tail -1)
-      [ $rc -ne 0 ] && fails=$((fails + 1)) && say "  $tool $n: rc=$rc $s"
-    done
-    say "compute-sanitizer $tool over test_cuda_*: $fails program(s) with findings or failures"
-  done
-fi
-
 PRESET=${MINFER_DEVICE_PRESET:-qwen2.5-0.5b}
 TYPES=${MINFER_DEVICE_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m"}
 PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
@@ -73,8 +57,11 @@ gen_one() {
 }
 if has generate || has diff || has bench; then
   t0=$(date +%s)
-  for w in $TYPES; do gen_one "$PRESET" "$w" & done
-  for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do [ "$p" = "$PRESET" ] || gen_one "$p" "$w" & done; done
+  need=()
+  has generate && for w in $TYPES; do need+=("$PRESET $w"); done
+  has bench && for w in q4_0 q8_0 q4_k_m; do need+=("$PRESET $w"); done
+  has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
+  while read -r p w; do gen_one "$p" "$w" & done < <(printf '%s\n' "${need[@]}" | sort -u)
   wait
   say "models generated ($(( $(date +%s) - t0 )) s)"
 fi
@@ -120,15 +107,43 @@ fi
 if has bench; then
   BENCH=$OUT/bench.jsonl
   : > "$BENCH"
+  bench() {  # bench TAG MODEL_WEIGHTS [ENV=VALUE...] -- [minfer-bench args]
+    local tag=$1 w=$2; shift 2
+    local envs=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    env "${envs[@]}" "$B/bin/minfer-bench" "$(model "$w")" --backend cuda "$@" --json > "$LOGS/bench-$tag.json" 2> "$LOGS/bench-$tag.err"
+    python3 - "$LOGS/bench-$tag.json" "$tag" "$BENCH" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+j = json.load(open(sys.argv[1])); j["tag"] = sys.argv[2]
+open(sys.argv[3], "a").write(json.dumps(j) + "\n")
+print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %d kernels/token, %.2f us each | mem %.0f MiB" % (
+    sys.argv[2], j["pp"]["tokens"], j["pp"]["median_tok_s"], j["tg"]["tokens"], j["tg"].get("depth", 0),
+    j["tg"]["median_tok_s"], j.get("decode_kernels_per_token", 0), j.get("us_per_decode_kernel", 0),
+    j["backend_memory_bytes"]["total"] / 1048576))
+PY
+  }
   for w in q4_0 q8_0 q4_k_m; do
-    m=$(model "$w")
-    for path in mmq f16; do
-      if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
-      "$B/bin/minfer-bench" "$m" --backend cuda -p 512 -n 128 -r 5 --json > "$LOGS/bench-$w-$path.json" 2> "$LOGS/bench-$w-$path.err"
-      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps(j))" "$LOGS/bench-$w-$path.json" >> "$BENCH" 2>/dev/null
-      say "bench $w $path: $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('pp512 %.0f tok/s, tg128 %.1f tok/s, mem %.0f MiB' % (j['pp']['median_tok_s'], j['tg']['median_tok_s'], j['backend_memory_bytes']['total']/1048576))" "$LOGS/bench-$w-$path.json" 2>&1 | tail -1)"
+    bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
+    bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
+  done
+  bench "q4_0-mmq-unfused" q4_0 MINFER_CUDA_FUSION=0 -- -p 512 -n 128 -r 5
+  bench "q4_0-mmq-eager" q4_0 MINFER_NO_CUDA_GRAPH=1 -- -p 512 -n 128 -r 5
+  bench "q4_0-mmq-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
+  bench "q8_0-mmq-depth4096" q8_0 -- -p 512 -n 128 -d 4096 -r 5
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck; do
+    fails=0
+    for t in "$B"/tests/test_cuda_*; do
+      n=$(basename "$t")
+      # The whole-model test is large: the sanitizers run its graph-replay test and one type.
+      filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
+      compute-sanitizer --tool $tool --error-exitcode 99 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1
+      rc=$?
+      s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitize-$tool-$n.log" | tail -1)
+      [ $rc -ne 0 ] && fails=$((fails + 1)) && say "  $tool $n: rc=$rc $s"
     done
-    unset MINFER_MMQ
+    say "compute-sanitizer $tool over test_cuda_*: $fails program(s) with findings or failures"
   done
 fi
 

@@ -33,6 +33,12 @@ void announce(const Backend& b, const std::string& choice, bool quiet) {
   std::fprintf(stderr, "backend: %s%s on %s, %s prefill%s\n", b.name().c_str(),
                choice == "auto" ? " (auto)" : "", b.device().c_str(), matmul_path_name(b.matmul_path()),
                b.step_graphs() ? ", decode as one CUDA graph" : "");
+  print_backend_memory(b, "at start");
+}
+
+}  // namespace
+
+void print_backend_memory(const Backend& b, const char* when) {
   const MemoryReport mem = b.memory();
   if (mem.empty()) return;
   int64_t total = 0;
@@ -43,10 +49,8 @@ void announce(const Backend& b, const std::string& choice, bool quiet) {
     std::snprintf(buf, sizeof buf, "%s%s %.1f MiB", parts.empty() ? "" : ", ", what.c_str(), bytes / 1048576.0);
     parts += buf;
   }
-  std::fprintf(stderr, "gpu memory: %.1f MiB (%s)\n", total / 1048576.0, parts.c_str());
+  std::fprintf(stderr, "gpu memory %s: %.1f MiB (%s)\n", when, total / 1048576.0, parts.c_str());
 }
-
-}  // namespace
 
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       ThreadPool* pool, bool quiet) {

@@ -16,6 +16,10 @@ std::string parse_backend_flag(const std::string& value);
 // without the CUDA toolkit, is an Error saying why (never a silent CPU run). Prints the choice
 // and, for cuda, the GPU memory it holds to stderr unless quiet. pool: the CPU backend's threads
 // (the global pool when null).
+// "gpu memory: 330.3 MiB (weights 265.5 MiB, ...)" on stderr; nothing for a backend that
+// reports no device memory (cpu).
+void print_backend_memory(const Backend& b, const char* when);
+
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       ThreadPool* pool = nullptr, bool quiet = false);
 

@@ -79,6 +79,7 @@ int run_generate(const CliOptions& o) {
   std::fprintf(stderr, "load: %.1f ms | prefill: %zu tokens, %.2f tokens/s | decode: %zu tokens, %.2f tokens/s | %s, %s path\n",
                load_ms, r.prompt.size(), r.prefill_tok_s(), r.decode_s.size(), r.decode_tok_s(),
                backend->name().c_str(), matmul_path_name(backend->matmul_path()));
+  print_backend_memory(*backend, "after the run");
   if (trace) std::fprintf(stderr, "trace: %s\n", trace->finish(r, load_ms).c_str());
   trace::finish_stdout();  // generated text lost to a full disk or closed pipe is an error
   return 0;

@@ -21,9 +21,12 @@
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
+#include "cuda/mmvq_fused.h"
 #include "cuda/quantize.h"
 #include "cuda/rms_norm.h"
 #include "cuda/rope.h"
+#include "cuda/rope_kv.h"
+#include "cuda/step_fusion.h"
 
 namespace minfer {
 namespace {
@@ -67,6 +70,7 @@ struct StepPlan {
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
+  cuda::StepFusion fusion;                             // node groups run by one fused kernel
   cudaGraphExec_t exec = nullptr;
   size_t bytes = 0;
 
@@ -86,6 +90,7 @@ struct CudaBackend::Impl {
   const Model& m;
   MatmulPath path;
   bool graphs;
+  bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_workspace;
@@ -94,10 +99,13 @@ struct CudaBackend::Impl {
   std::vector<DeviceBuffer> k_cache, v_cache;  // per layer [n_ctx][n_embd_kv] f32
   std::map<std::string, std::unique_ptr<StepPlan>> plans;
   const StepPlan* last = nullptr;
+  int64_t peak_plan_bytes = 0;
+  int64_t decode_graph_nodes = 0;  // kernels (and copies) in the captured decode step  // the most the step plans held at once (a prefill plan is replaced)
   float* host_logits = nullptr;  // pinned
   int64_t host_logits_n = 0;
 
-  Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")) {}
+  Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
+        fusion(cuda::step_fusion_enabled()) {}
   ~Impl() {
     plans.clear();
     if (host_logits) cudaFreeHost(host_logits);
@@ -109,6 +117,14 @@ struct CudaBackend::Impl {
   StepPlan& plan_for(const Graph& g);
   void enqueue(const Graph& g, StepPlan& p);
   void run_node(const Graph& g, const Node& n, StepPlan& p);
+  void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
+  bool fusable_matvec(const Node& n) const;
+  static float* out(StepPlan& p, int id) { return p.out[static_cast<size_t>(id)].as<float>(); }
+  static const float* input(const Graph& g, const Node& n, size_t i, StepPlan& p) {
+    const Node& s = g.node(n.src.at(i));
+    if (!s.has_output) fail("node '", n.name, "' reads '", s.name, "', which has no output buffer");
+    return out(p, s.id);
+  }
   void matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p);
 };
 
@@ -202,8 +218,13 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
   p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
                        "split-KV attention scratch");
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
+  if (fusion)
+    p.fusion = cuda::plan_step_fusion(g, [this](const Node& n) { return fusable_matvec(n); });
   auto& slot = plans[key];
   slot = std::move(plan);
+  int64_t held = 0;
+  for (const auto& [k, q] : plans) held += static_cast<int64_t>(q->bytes);
+  peak_plan_bytes = std::max(peak_plan_bytes, held);
   return *slot;
 }
 
@@ -241,13 +262,8 @@ void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const fl
 }
 
 void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
-  auto buf = [&](int id) -> float* { return p.out[static_cast<size_t>(id)].as<float>(); };
-  auto in = [&](size_t i) -> const float* {
-    const Node& s = g.node(n.src.at(i));
-    if (!s.has_output) fail("node '", n.name, "' reads '", s.name, "', which has no output buffer");
-    return buf(s.id);
-  };
-  float* y = n.has_output ? buf(n.id) : nullptr;
+  auto in = [&](size_t i) { return input(g, n, i, p); };
+  float* y = n.has_output ? out(p, n.id) : nullptr;
   const int64_t rows = n.rows(), cols = n.cols();
   const HParams& h = m.hp;
   const int32_t* pos = p.positions.as<int32_t>();
@@ -304,9 +320,62 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
   }
 }
 
+bool CudaBackend::Impl::fusable_matvec(const Node& n) const {
+  const cuda::DeviceWeight& w = weights->get(n.weight);
+  return is_quantized(w.type) && cuda::mmvq_supports(w.type) && w.cols <= cuda::kFusedMaxInput;
+}
+
+void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p) {
+  const HParams& h = m.hp;
+  const float eps = static_cast<float>(h.rms_eps);
+  auto matvec_out = [&](const Node& mv) {
+    const cuda::DeviceWeight& w = weights->get(mv.weight);
+    return cuda::FusedMatvecOut{w.type, w.data, w.rows, mv.bias.empty() ? nullptr : weights->f32(mv.bias),
+                                out(p, mv.id), nullptr, nullptr};
+  };
+  switch (grp.kind) {
+    case cuda::FusedKind::NormMatvecs: {  // rms_norm -> q/k/v (or the LM head), + biases
+      const Node& norm = g.node(grp.nodes[0]);
+      std::vector<cuda::FusedMatvecOut> outs;
+      for (size_t i = 1; i < grp.nodes.size(); ++i) outs.push_back(matvec_out(g.node(grp.nodes[i])));
+      cuda::mmvq_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), outs.data(),
+                       static_cast<int>(outs.size()), stream);
+      break;
+    }
+    case cuda::FusedKind::NormGateUpSwiglu: {  // rms_norm -> gate, up -> silu(gate) * up
+      const Node &norm = g.node(grp.nodes[0]), &gate = g.node(grp.nodes[1]), &up = g.node(grp.nodes[2]);
+      const Node& sw = g.node(grp.nodes[3]);
+      const cuda::DeviceWeight &wg = weights->get(gate.weight), &wu = weights->get(up.weight);
+      cuda::mmvq_swiglu_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), wg.type,
+                              wg.data, wu.data, wg.rows, out(p, gate.id), out(p, up.id), out(p, sw.id), stream);
+      break;
+    }
+    case cuda::FusedKind::MatvecResidual: {  // matvec (+ bias), then + residual
+      const Node &mv = g.node(grp.nodes[0]), &add = g.node(grp.nodes[1]);
+      cuda::FusedMatvecOut o = matvec_out(mv);
+      o.residual = out(p, add.src[0] == mv.id ? add.src[1] : add.src[0]);
+      o.y_plus_residual = out(p, add.id);
+      cuda::mmvq_fused(input(g, mv, 0, p), weights->get(mv.weight).cols, nullptr, eps, nullptr, &o, 1, stream);
+      break;
+    }
+    case cuda::FusedKind::RopeKv: {  // q rope, k rope, K/V into the cache at the step's position
+      const Node &qr = g.node(grp.nodes[0]), &kr = g.node(grp.nodes[1]), &kv = g.node(grp.nodes[2]);
+      cuda::rope_kv_store(input(g, qr, 0, p), input(g, kr, 0, p), input(g, kv, 1, p), p.positions.as<int32_t>(), h.n_head,
+                          h.n_head_kv, h.head_dim, h.rope_base, out(p, qr.id), out(p, kr.id),
+                          k_cache.at(static_cast<size_t>(kv.layer)).as<float>(),
+                          v_cache.at(static_cast<size_t>(kv.layer)).as<float>(), n_ctx, stream);
+      break;
+    }
+  }
+}
+
 void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p) {
-  for (const Node& n : g.nodes)
-    if (n.executed()) run_node(g, n, p);
+  for (const Node& n : g.nodes) {
+    if (!n.executed()) continue;
+    const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
+    if (gi < 0) run_node(g, n, p);
+    else if (p.fusion.groups[static_cast<size_t>(gi)].last == n.id) run_group(g, p.fusion.groups[static_cast<size_t>(gi)], p);
+  }
 }
 
 void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
@@ -343,6 +412,9 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
       throw;
     }
     CUDA_CHECK(cudaStreamEndCapture(d.stream, &graph));
+    size_t n_nodes = 0;
+    cudaGraphGetNodes(graph, nullptr, &n_nodes);
+    d.decode_graph_nodes = static_cast<int64_t>(n_nodes);
     cudaError_t e = cudaGraphInstantiate(&p.exec, graph, 0);
     cudaGraphDestroy(graph);
     cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
@@ -373,12 +445,14 @@ void CudaBackend::read_logits(const Graph& g, std::vector<float>& out) {
   out.assign(d.host_logits, d.host_logits + cols);
 }
 
+int64_t CudaBackend::decode_kernels() const { return impl_->decode_graph_nodes; }
+
 MemoryReport CudaBackend::memory() const {
   const Impl& d = *impl_;
-  int64_t kv = 0, act = 0;
+  int64_t kv = 0;
   for (const auto& b : d.k_cache) kv += static_cast<int64_t>(b.bytes());
   for (const auto& b : d.v_cache) kv += static_cast<int64_t>(b.bytes());
-  for (const auto& [k, p] : d.plans) act += static_cast<int64_t>(p->bytes);
+  const int64_t act = d.peak_plan_bytes;  // node outputs and scratch: the peak so far
   return {{"weights", static_cast<int64_t>(d.weights->weight_bytes())},
           {"w16_cache", static_cast<int64_t>(d.weights->w16_bytes())},
           {"kv_cache", kv},

@@ -29,6 +29,7 @@ class CudaBackend final : public Backend {
   void read_logits(const Graph& g, std::vector<float>& out) override;
   std::string matmul_kernel(const Node& n) const override;
   MemoryReport memory() const override;
+  int64_t decode_kernels() const override;
   double read_bandwidth_gbs() override;
 
  private:

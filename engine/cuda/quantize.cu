@@ -1,5 +1,6 @@
 // f32 activations -> Q8_1 blocks, the same arithmetic as quant/'s quantize_q8_1 so the bytes
-// agree exactly: per 32 consecutive values
+// agree exactly (the device code is q8_1_device.cuh's quantize_q8_1_quad, shared with the fused
+// decode matvecs of mmvq_fused.cu): per 32 consecutive values
 //   amax = max |x|, d = amax / 127 (IEEE division), id = d ? 1/d : 0,
 //   q = round-to-nearest-even(clamp(x * id, -127, 127))   (CPU: round_clamp; GPU: __float2int_rn)
 //   stored d = f16(d), s = f16(f32(stored d) * sum(q)).
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/q8_1_device.cuh"
 #include "quant/blocks.h"
 
 namespace minfer::cuda {
@@ -29,31 +31,9 @@ __global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t n_bloc
   const bool active = b < n_blocks;
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   if (active) v = reinterpret_cast<const float4*>(x)[t];
-  float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-#pragma unroll
-  for (int off = 4; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  auto code = [id](float f) {
-    float r = f * id;
-    if (!(r >= -127.0f)) r = -127.0f;  // clamp first, NaN -> -127, as round_clamp
-    if (r > 127.0f) r = 127.0f;
-    return __float2int_rn(r);
-  };
-  const int q0 = code(v.x), q1 = code(v.y), q2 = code(v.z), q3 = code(v.w);
-  int sum = q0 + q1 + q2 + q3;
-#pragma unroll
-  for (int off = 4; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const qb::Q8_1Quad q = qb::quantize_q8_1_quad(v);  // every lane: width-8 shuffles
   if (!active) return;
-  BlockQ8_1* blk = y + b;
-  const uint32_t packed = (static_cast<uint32_t>(q0) & 0xFF) | ((static_cast<uint32_t>(q1) & 0xFF) << 8) |
-                          ((static_cast<uint32_t>(q2) & 0xFF) << 16) | ((static_cast<uint32_t>(q3) & 0xFF) << 24);
-  reinterpret_cast<uint32_t*>(blk->qs)[sub] = packed;
-  if (sub == 0) {
-    const __half dh = __float2half_rn(d);
-    const __half sh = __float2half_rn(__half2float(dh) * static_cast<float>(sum));
-    *reinterpret_cast<__half2*>(blk) = __halves2half2(dh, sh);  // d then s, 4-byte aligned
-  }
+  qb::store_q8_1_quad(y + b, sub, q);
 }
 
 }  // namespace

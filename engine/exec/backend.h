@@ -45,6 +45,8 @@ class Backend {
   // records it per node, since decode and prefill, quantized and float weights differ.
   virtual std::string matmul_kernel(const Node& n) const = 0;
   virtual MemoryReport memory() const { return {}; }
+  // Kernels in one decode step (the captured graph's nodes); 0 when not known (cpu, eager).
+  virtual int64_t decode_kernels() const { return 0; }
   // Measured streaming read bandwidth of the memory the weights live in (GB/s): the decode floor.
   virtual double read_bandwidth_gbs() = 0;
 };

@@ -1,5 +1,6 @@
 // minfer-bench: prefill (pp) and decode (tg) tokens/s as medians over repetitions.
-//   minfer-bench MODEL [-p 128] [-n 64] [-r 5] [--threads T] [--backend auto|cpu|cuda] [--json]
+//   minfer-bench MODEL [-p 128] [-n 64] [-d 0] [-r 5] [--threads T] [--backend auto|cpu|cuda] [--json]
+// -d D: the decode runs follow a prefill of D tokens (KV length D..D+n).
 // MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
 // Also reports the decode floor: weight bytes streamed per token over the measured read
 // bandwidth (host memory for cpu, device memory for cuda), the decode speed as a fraction of
@@ -52,7 +53,7 @@ nlohmann::json memory_json(const minfer::MemoryReport& m) {
 int main(int argc, char** argv) {
   try {
     std::string model_path, backend_choice = "auto";
-    int pp = 128, tg = 64, reps = 5, threads = 0;
+    int pp = 128, tg = 64, reps = 5, threads = 0, depth = 0;
     bool json = false;
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
       };
       if (a == "-p") pp = value();
       else if (a == "-n") tg = value();
+      else if (a == "-d") depth = value();
       else if (a == "-r") reps = value();
       else if (a == "--threads") threads = value();
       else if (a == "--json") json = true;
@@ -72,8 +74,8 @@ int main(int argc, char** argv) {
       else if (!a.empty() && a[0] == '-') minfer::fail("unknown option '", a, "'");
       else model_path = a;
     }
-    if (model_path.empty()) minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-r R] [--threads T] [--backend auto|cpu|cuda] [--json]");
-    if (reps < 1 || pp < 1 || tg < 1) minfer::fail("-p, -n and -r must be >= 1");
+    if (model_path.empty()) minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-d D] [-r R] [--threads T] [--backend auto|cpu|cuda] [--json]");
+    if (reps < 1 || pp < 1 || tg < 1 || depth < 0) minfer::fail("-p, -n and -r must be >= 1, -d >= 0");
     minfer::ThreadPool pool(threads);
     auto t0 = std::chrono::steady_clock::now();
     auto model = minfer::Model::load(model_path);
@@ -88,12 +90,15 @@ int main(int argc, char** argv) {
     decode.n_predict = tg + 1;  // the first token comes from the prefill
     decode.stop_at_eog = false;
     auto prompt = bench_tokens(pp, model->hp.n_vocab);
+    // Decode runs after a prefill of `depth` tokens (-d): the KV length attention reads.
+    const std::vector<int32_t> decode_prompt =
+        depth > 0 ? bench_tokens(depth, model->hp.n_vocab) : std::vector<int32_t>{prompt[0]};
     // One warm-up run of each, not counted (page faults of the mapped weights).
     minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr);
-    minfer::generate(*model, backend, nullptr, {prompt[0]}, decode, nullptr);
+    minfer::generate(*model, backend, nullptr, decode_prompt, decode, nullptr);
     for (int r = 0; r < reps; ++r) {
       pp_ts.push_back(minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr).prefill_tok_s());
-      tg_ts.push_back(minfer::generate(*model, backend, nullptr, {prompt[0]}, decode, nullptr).decode_tok_s());
+      tg_ts.push_back(minfer::generate(*model, backend, nullptr, decode_prompt, decode, nullptr).decode_tok_s());
     }
     // Every weight is read once per decode token (the tied embedding once, as the output matrix).
     size_t weight_bytes = 0;
@@ -105,8 +110,10 @@ int main(int argc, char** argv) {
         {"matmul_path", minfer::matmul_path_name(backend.matmul_path())},
         {"threads", pool.size()}, {"load_ms", load_ms}, {"repetitions", reps},
         {"step_graphs", backend.step_graphs()}, {"backend_memory_bytes", memory_json(backend.memory())},
+        {"decode_kernels_per_token", backend.decode_kernels()},
+        {"us_per_decode_kernel", backend.decode_kernels() > 0 ? 1e6 / median(tg_ts) / backend.decode_kernels() : 0.0},
         {"pp", {{"tokens", pp}, {"median_tok_s", median(pp_ts)}, {"runs_tok_s", pp_ts}}},
-        {"tg", {{"tokens", tg}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
+        {"tg", {{"tokens", tg}, {"depth", depth}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
         {"memory", {{"read_gb_s", bw}, {"weight_bytes_per_token", weight_bytes},
                     {"decode_floor_tok_s", floor_tok_s}, {"tg_fraction_of_floor", median(tg_ts) / floor_tok_s}}},
         {"minfer_version", MINFER_VERSION}, {"commit", MINFER_GIT_COMMIT}};

@@ -18,8 +18,11 @@ for path in sys.argv[1:]:
     sq, cos, worst = [], [], (1e9, "-")
     same = 0
     for s in d["steps"]:
+        # Separate runs: once one side sampled another token, every later step sees other
+        # inputs (its token or the KV cache), so only the steps before the first differing
+        # input are compared.
         if not s.get("inputs_agree", True):
-            continue  # a separate run sampled another token earlier: nodes see other inputs
+            break
         same += 1
         for n in s["nodes"]:
             if isinstance(n.get("sqnr_db"), (int, float)):
@@ -29,6 +32,8 @@ for path in sys.argv[1:]:
             if isinstance(n.get("cosine"), (int, float)):
                 cos.append(n["cosine"])
     fd = d.get("first_divergent")
+    if fd and fd["step"] >= same:
+        fd = None  # named from a step whose inputs differ: not a divergence of the kernels
     fds = "none" if not fd else "%s @ step %d (%.1f dB)" % (fd["name"], fd["step"], fd["sqnr_db"] if fd.get("sqnr_db") is not None else float("nan"))
     print("| %s | %s | %s | %d of %d | %.2f | %.1f (%s) | %.1f | %.6f | %s |" % (
         preset, weights, mpath, same, len(d["steps"]), d.get("token_agreement") or 0,

@@ -1,0 +1,37 @@
+// Fusion of one-row steps (decode, and the last-row tail of a prefill) on the GPU: groups of
+// graph nodes that one fused kernel computes, found from the graph's structure. Every node of
+// a group still gets its output written to its own buffer (the fused kernels write the
+// intermediates too), so the recorder sees every node exactly as without fusion.
+//   NormMatvecs      RmsNorm + its 1-3 consumer matvecs (q/k/v, or the LM head): mmvq_fused
+//   NormGateUpSwiglu RmsNorm + gate + up matvecs + SwiGLU:                       mmvq_swiglu_fused
+//   MatvecResidual   matvec + the residual Add that consumes it:                 mmvq_fused
+//   RopeKv           q rope + k rope + KV store of one layer:                     rope_kv_store
+// MINFER_CUDA_FUSION=0 turns it off: the unfused kernels are the reference path.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace minfer::cuda {
+
+enum class FusedKind { NormMatvecs, NormGateUpSwiglu, MatvecResidual, RopeKv };
+
+struct FusedGroup {
+  FusedKind kind;
+  std::vector<int> nodes;  // member node ids; the group launches when the last of them is reached
+  int last = -1;           // the member latest in execution order
+};
+
+struct StepFusion {
+  std::vector<FusedGroup> groups;
+  std::vector<int> group_of;  // per node id: index into groups, or -1 (runs on its own)
+};
+
+// quantized_matvec(n): n is a MatMul/Logits node over one row whose weight the fused matvec
+// kernels support.
+StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec);
+
+bool step_fusion_enabled();  // MINFER_CUDA_FUSION != "0"
+
+}  // namespace minfer::cuda
