@@ -43,9 +43,14 @@ const char* type_of(const json& v) {
 
 bool has_type(const json& v, const std::string& t) {
   if (t == "number") return v.is_number();
-  if (t == "integer")
-    return v.is_number_integer() ||
-           (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "integer") {
+    // An integral float counts only where a double holds integers exactly (|x| <= 2^53):
+    // readers convert integers with get<int64_t>(), which 1e300 would overflow.
+    if (v.is_number_integer()) return true;
+    if (!v.is_number_float()) return false;
+    const double x = v.get<double>();
+    return std::isfinite(x) && std::floor(x) == x && std::fabs(x) <= 9007199254740992.0;
+  }
   if (t == "object") return v.is_object();
   if (t == "array") return v.is_array();
   if (t == "string") return v.is_string();
@@ -75,6 +80,7 @@ void SchemaValidator::check_keywords(const json& s, const std::string& where) co
   if (!s.is_object()) fail("schema ", where, ": a schema must be an object or a boolean");
   for (const auto& [k, v] : s.items()) {
     if (!known.count(k)) fail("schema ", where, ": keyword '", k, "' is not supported by this validator");
+    check_keyword_value(k, v, where);
     if (k == "$defs" || k == "properties")
       for (const auto& [name, sub] : v.items()) check_keywords(sub, where + "/" + k + "/" + name);
     if (k == "items" || k == "additionalProperties") check_keywords(v, where + "/" + k);
@@ -82,6 +88,23 @@ void SchemaValidator::check_keywords(const json& s, const std::string& where) co
       for (size_t i = 0; i < v.size(); ++i) check_keywords(v[i], where + "/" + k + "/" + std::to_string(i));
     if (k == "$ref") resolve(v.get<std::string>());
   }
+}
+
+// The value types the validator relies on when it reads a keyword.
+void SchemaValidator::check_keyword_value(const std::string& k, const json& v, const std::string& where) {
+  const auto bad = [&](const char* expected) { fail("schema ", where, ": '", k, "' must be ", expected); };
+  const auto all_strings = [](const json& a) {
+    for (const auto& x : a)
+      if (!x.is_string()) return false;
+    return true;
+  };
+  if ((k == "$defs" || k == "properties") && !v.is_object()) bad("an object");
+  if ((k == "oneOf" || k == "anyOf" || k == "enum") && !v.is_array()) bad("an array");
+  if (k == "required" && (!v.is_array() || !all_strings(v))) bad("an array of strings");
+  if (k == "type" && !v.is_string() && (!v.is_array() || !all_strings(v))) bad("a string or an array of strings");
+  if (k == "$ref" && !v.is_string()) bad("a string");
+  if ((k == "minimum" || k == "maximum") && !v.is_number()) bad("a number");
+  if ((k == "minItems" || k == "maxItems") && !v.is_number_unsigned()) bad("a non-negative integer");
 }
 
 const json& SchemaValidator::resolve(const std::string& ref) const {
@@ -95,13 +118,15 @@ const json& SchemaValidator::resolve(const std::string& ref) const {
 
 std::vector<std::string> SchemaValidator::validate(const json& doc, size_t max_errors) const {
   std::vector<std::string> errs;
-  check(root_, doc, nullptr, errs, max_errors);
+  check(root_, doc, nullptr, errs, max_errors, 0);
   return errs;
 }
 
 void SchemaValidator::check(const json& s, const json& v, const Path* at,
-                            std::vector<std::string>& errs, size_t max_errors) const {
+                            std::vector<std::string>& errs, size_t max_errors, size_t depth) const {
   if (errs.size() >= max_errors) return;
+  // Documents are depth-bounded when parsed; this bounds "$ref" chains (a cycle in a schema).
+  if (depth > kMaxSchemaDepth) fail("schema: more than ", kMaxSchemaDepth, " nested checks (a $ref cycle?)");
   const auto err = [&](const std::string& what) {
     if (errs.size() < max_errors) errs.push_back((at ? at->str() : std::string("/")) + ": " + what);
   };
@@ -109,7 +134,7 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     if (!s.get<bool>()) err("no value is allowed here");
     return;
   }
-  if (auto r = s.find("$ref"); r != s.end()) check(resolve(r->get<std::string>()), v, at, errs, max_errors);
+  if (auto r = s.find("$ref"); r != s.end()) check(resolve(r->get<std::string>()), v, at, errs, max_errors, depth + 1);
 
   if (auto t = s.find("type"); t != s.end()) {
     bool ok = false;
@@ -145,10 +170,10 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     const auto extra = s.find("additionalProperties");
     for (const auto& [k, x] : v.items()) {
       const Path here{at, &k, 0};
-      if (props != s.end() && props->contains(k)) check((*props)[k], x, &here, errs, max_errors);
+      if (props != s.end() && props->contains(k)) check((*props)[k], x, &here, errs, max_errors, depth + 1);
       else if (extra != s.end()) {
         if (extra->is_boolean() && !extra->get<bool>()) err("unexpected field '" + k + "'");
-        else check(*extra, x, &here, errs, max_errors);
+        else check(*extra, x, &here, errs, max_errors, depth + 1);
       }
     }
   }
@@ -160,7 +185,7 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     if (auto it = s.find("items"); it != s.end())
       for (size_t i = 0; i < v.size() && errs.size() < max_errors; ++i) {
         const Path here{at, nullptr, i};
-        check(*it, v[i], &here, errs, max_errors);
+        check(*it, v[i], &here, errs, max_errors, depth + 1);
       }
   }
   for (const char* kw : {"oneOf", "anyOf"}) {
@@ -169,7 +194,7 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     size_t matched = 0, best = 0, best_n = SIZE_MAX;
     std::vector<std::vector<std::string>> branch_errs(alts->size());
     for (size_t i = 0; i < alts->size(); ++i) {
-      check((*alts)[i], v, at, branch_errs[i], 4);
+      check((*alts)[i], v, at, branch_errs[i], 4, depth + 1);
       if (branch_errs[i].empty()) ++matched;
       if (branch_errs[i].size() < best_n) best_n = branch_errs[i].size(), best = i;
     }

@@ -21,8 +21,11 @@ class SchemaValidator {
 
  private:
   struct Path;
+  static constexpr size_t kMaxSchemaDepth = 256;
   void check(const nlohmann::json& s, const nlohmann::json& v, const Path* at,
-             std::vector<std::string>& errs, size_t max_errors) const;
+             std::vector<std::string>& errs, size_t max_errors, size_t depth) const;
+  static void check_keyword_value(const std::string& keyword, const nlohmann::json& value,
+                                  const std::string& where);
   const nlohmann::json& resolve(const std::string& ref) const;
   void check_keywords(const nlohmann::json& s, const std::string& where) const;
   nlohmann::json root_;

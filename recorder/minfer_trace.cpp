@@ -2,14 +2,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "checked_trace.h"
 #include "core/error.h"
 #include "json_out.h"
 #include "json_schema.h"
+#include "output_file.h"
 #include "perfetto_export.h"
 #include "trace_check.h"
 #include "trace_diff.h"
@@ -28,7 +30,10 @@ const char* kUsage =
     "  diff A B [--json] [--threshold X] [--metric sqnr_db|cosine|max_abs_diff|rel_err] [-o OUT]\n"
     "                                         compare two runs of the same model and prompt\n"
     "  export-perfetto FILE [-o OUT]          Chrome trace-event JSON (ui.perfetto.dev)\n"
-    "FILE may be .json or .json.gz; unfinished (.partial) traces are accepted.\n";
+    "FILE may be .json or .json.gz; unfinished (.partial) traces are accepted. Before any command:\n"
+    "  --max-trace-bytes N[K|M|G]             largest JSON text read (inflated size for .gz; default\n"
+    "                                         256M, or MINFER_TRACE_MAX_BYTES)\n"
+    "summary, diff and export-perfetto read only traces that validate.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -39,27 +44,12 @@ std::string base_name(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-// Writes beside and renames, so a failed export never leaves half a file over a good one.
-void write_text(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) minfer::fail(tmp, ": cannot create");
-    f << text;
-    if (!f.flush()) minfer::fail(tmp, ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) minfer::fail(path, ": cannot move into place");
-}
+tr::ReadOptions g_read;  // --max-trace-bytes, set once in run()
 
+// A trace for the readers: version 2 and valid (they index fields without checking each).
 json load_v2(const std::string& path) {
   tr::LoadInfo li;
-  json t = tr::load_trace(path, &li);
-  if (t["version"] != 2)
-    minfer::fail(path, ": trace version ", t["version"].dump(), " is not supported here (version 2 only)");
+  json t = tr::load_checked_trace(path, &li, g_read);
   if (li.salvaged) std::cerr << path << ": warning: cut mid-step; read up to its last whole step\n";
   return t;
 }
@@ -73,13 +63,13 @@ int cmd_validate(std::vector<std::string> args) {
   }
   if (file.empty()) throw UsageError("validate: missing FILE");
   tr::LoadInfo li;
-  const json t = tr::load_trace(file, &li);
+  const json t = tr::load_trace(file, &li, g_read);
   if (t["version"] != 2) minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (version 2 only)");
   std::vector<std::string> errs;
   if (schema_path.empty()) {
     errs = tr::validate_trace(t);
   } else {
-    tr::SchemaValidator v(tr::load_json_file(schema_path));
+    tr::SchemaValidator v(tr::load_json_file(schema_path, g_read));
     errs = v.validate(t, 50);
     if (errs.empty()) errs = tr::check_consistency(t);
   }
@@ -96,7 +86,7 @@ int cmd_validate(std::vector<std::string> args) {
 
 int cmd_summary(std::vector<std::string> args) {
   if (args.size() != 1) throw UsageError("summary: expected exactly one FILE");
-  std::cout << tr::summarize_trace(load_v2(args[0]));
+  tr::write_output_file("-", tr::summarize_trace(load_v2(args[0])));
   return 0;
 }
 
@@ -107,22 +97,22 @@ std::string f3(const json& v, const char* fmt = "%.3g") {
   return buf;
 }
 
-void print_diff(const json& d) {
+void print_diff(const json& d, std::ostream& out) {
   const json &a = d["a"], &b = d["b"];
-  std::cout << "A: " << a["file"].get<std::string>() << "  (" << a["backend"].get<std::string>() << ", "
+  out << "A: " << a["file"].get<std::string>() << "  (" << a["backend"].get<std::string>() << ", "
             << a["matmul_path"].get<std::string>() << ", " << a["steps"] << " steps)\n"
             << "B: " << b["file"].get<std::string>() << "  (" << b["backend"].get<std::string>() << ", "
             << b["matmul_path"].get<std::string>() << ", " << b["steps"] << " steps)\n";
-  for (const auto& w : d["warnings"]) std::cout << "warning: " << w.get<std::string>() << "\n";
+  for (const auto& w : d["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
   const json& fd = d["first_divergent"];
   const std::string metric = d["threshold"]["metric"];
-  std::cout << "\nfirst divergent node (" << metric << (metric == "sqnr_db" || metric == "cosine" ? " < " : " > ")
+  out << "\nfirst divergent node (" << metric << (metric == "sqnr_db" || metric == "cosine" ? " < " : " > ")
             << d["threshold"]["value"].get<double>() << "): ";
-  if (fd.is_null()) std::cout << "none\n";
+  if (fd.is_null()) out << "none\n";
   else
-    std::cout << "step " << fd["step"] << ", node " << fd["node"] << " " << fd["name"].get<std::string>() << " ("
+    out << "step " << fd["step"] << ", node " << fd["node"] << " " << fd["name"].get<std::string>() << " ("
               << fd["op"].get<std::string>() << "), " << metric << " = " << f3(fd["value"]) << "\n";
-  std::cout << "token agreement: " << f3(d["token_agreement"], "%.3f") << " over " << d["steps_compared"]
+  out << "token agreement: " << f3(d["token_agreement"], "%.3f") << " over " << d["steps_compared"]
             << " steps\n\nstep  token A          token B          agree  KL(top-k)  min SQNR dB  node\n";
   for (const auto& s : d["steps"]) {
     double worst = INFINITY;
@@ -140,15 +130,15 @@ void print_diff(const json& d) {
                   tok(s["token_a"], s["text_a"]).c_str(), tok(s["token_b"], s["text_b"]).c_str(),
                   s["agree"].get<bool>() ? "yes" : "NO", f3(s["kl_topk"]).c_str(),
                   std::isfinite(worst) ? f3(json(worst), "%.1f").c_str() : "-", worst_name.c_str());
-    std::cout << line;
+    out << line;
   }
-  std::cout << "\ntime per op type     A (ms)      B (ms)   B/A\n";
+  out << "\ntime per op type     A (ms)      B (ms)   B/A\n";
   for (const auto& o : d["op_times"]) {
     const double ua = o["us_a"].is_number() ? o["us_a"].get<double>() : 0, ub = o["us_b"].is_number() ? o["us_b"].get<double>() : 0;
     char line[160];
     std::snprintf(line, sizeof line, "  %-14s %10.3f  %10.3f  %5.2f\n", o["op"].get<std::string>().c_str(), ua / 1e3,
                   ub / 1e3, ua > 0 ? ub / ua : 0.0);
-    std::cout << line;
+    out << line;
   }
 }
 
@@ -178,8 +168,12 @@ int cmd_diff(std::vector<std::string> args) {
   o.label_a = base_name(files[0]);
   o.label_b = base_name(files[1]);
   const json d = tr::diff(load_v2(files[0]), load_v2(files[1]), o);
-  if (as_json || !out.empty()) write_text(out.empty() ? "-" : out, d.dump(1) + "\n");
-  if (!as_json) print_diff(d);
+  if (as_json || !out.empty()) tr::write_output_file(out.empty() ? "-" : out, d.dump(1) + "\n");
+  if (!as_json) {
+    std::ostringstream text;
+    print_diff(d, text);
+    tr::write_output_file("-", text.str());
+  }
   return 0;
 }
 
@@ -201,27 +195,41 @@ int cmd_export(std::vector<std::string> args) {
     out += ".perfetto.json";
   }
   const json p = tr::to_perfetto(load_v2(file));
-  write_text(out, p.dump() + "\n");
+  tr::write_output_file(out, p.dump() + "\n");
   if (out != "-") std::cerr << "wrote " << out << " (" << p["traceEvents"].size() << " events; open in ui.perfetto.dev)\n";
   return 0;
+}
+
+int run(std::vector<std::string> args) {
+  if (args.empty()) throw UsageError("missing COMMAND");
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    tr::write_output_file("-", kUsage);
+    return 0;
+  }
+  g_read.max_bytes = tr::default_max_trace_bytes();
+  while (!args.empty() && args[0] == "--max-trace-bytes") {
+    if (args.size() < 2) throw UsageError("--max-trace-bytes needs a value");
+    g_read.max_bytes = tr::parse_byte_size(args[1], "--max-trace-bytes");
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.empty()) throw UsageError("missing COMMAND");
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  int rc = 2;
+  if (cmd == "validate") rc = cmd_validate(args);
+  else if (cmd == "summary") rc = cmd_summary(args);
+  else if (cmd == "diff") rc = cmd_diff(args);
+  else if (cmd == "export-perfetto") rc = cmd_export(args);
+  else throw UsageError("unknown command '" + cmd + "'");
+  tr::finish_stdout();  // a lost write to stdout is a failure, whatever the command said
+  return rc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
-  }
-  const std::string cmd = args[0];
-  args.erase(args.begin());
   try {
-    if (cmd == "validate") return cmd_validate(args);
-    if (cmd == "summary") return cmd_summary(args);
-    if (cmd == "diff") return cmd_diff(args);
-    if (cmd == "export-perfetto") return cmd_export(args);
-    throw UsageError("unknown command '" + cmd + "'");
+    return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError& e) {
     std::cerr << "minfer-trace: " << e.what() << "\n" << kUsage;
     return 2;
@@ -229,7 +237,8 @@ int main(int argc, char** argv) {
     std::cerr << "minfer-trace: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "minfer-trace: unexpected error: " << e.what() << "\n";
-    return 1;
+    // Not reachable from bad input (readers get validated traces); a bug if it is.
+    std::cerr << "minfer-trace: internal error (please report): " << e.what() << "\n";
+    return 3;
   }
 }

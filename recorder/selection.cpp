@@ -1,30 +1,16 @@
 #include "selection.h"
 
+#include <fnmatch.h>
+
 #include <cctype>
 
 #include "core/error.h"
 
 namespace minfer::trace {
 
+// POSIX fnmatch(3) without flags: '*' also matches '.', and '[…]' classes work too.
 bool glob_match(std::string_view p, std::string_view t) {
-  // Iterative matcher with one backtrack point for the last '*' (linear in practice).
-  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-      ++pi;
-      ++ti;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
+  return ::fnmatch(std::string(p).c_str(), std::string(t).c_str(), 0) == 0;
 }
 
 namespace {

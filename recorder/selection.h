@@ -7,7 +7,8 @@
 
 namespace minfer::trace {
 
-// '*' matches any run of characters (dots included), '?' one character; the rest is literal.
+// fnmatch(3) without flags: '*' matches any run of characters (dots included), '?' one
+// character, '[abc]' one of a set; the rest is literal.
 bool glob_match(std::string_view pattern, std::string_view text);
 
 class NodeFilter {

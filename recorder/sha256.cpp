@@ -1,99 +1,103 @@
 #include "sha256.h"
 
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
 
 namespace minfer::trace {
-
 namespace {
-constexpr uint32_t K[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-}  // namespace
+struct MdCtx {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~MdCtx() { EVP_MD_CTX_free(ctx); }
+};
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::block(const uint8_t* p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+std::string hex(const unsigned char* d, unsigned n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (unsigned i = 0; i < n; ++i) {
+    out[2 * i] = digits[d[i] >> 4];
+    out[2 * i + 1] = digits[d[i] & 15];
   }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
-    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
-  }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
-}
-
-void Sha256::update(const void* data, size_t n) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  total_ += n;
-  if (buf_len_ > 0) {
-    const size_t take = std::min(n, 64 - buf_len_);
-    std::memcpy(buf_ + buf_len_, p, take);
-    buf_len_ += take;
-    p += take;
-    n -= take;
-    if (buf_len_ < 64) return;
-    block(buf_);
-    buf_len_ = 0;
-  }
-  for (; n >= 64; p += 64, n -= 64) block(p);
-  std::memcpy(buf_, p, n);
-  buf_len_ = n;
-}
-
-std::string Sha256::hex_digest() {
-  const uint64_t bits = total_ * 8;
-  const uint8_t pad = 0x80, zero = 0;
-  update(&pad, 1);
-  while (buf_len_ != 56) update(&zero, 1);
-  uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-  update(len, 8);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (uint32_t v : h_)
-    for (int s = 28; s >= 0; s -= 4) out += hex[(v >> s) & 15];
   return out;
 }
 
-std::string sha256_hex(const void* data, size_t n) {
-  Sha256 h;
-  h.update(data, n);
-  return h.hex_digest();
+void check(int ok, const std::string& what) {
+  if (ok != 1) fail(what, ": OpenSSL SHA-256 failed");
 }
 
-std::string sha256_file(const std::string& path) {
+std::string cache_dir() {
+  if (const char* d = std::getenv("MINFER_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/minfer";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/minfer";
+  return "";
+}
+
+}  // namespace
+
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  check(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr), "sha256");
+  return hex(md, len);
+}
+
+std::string sha256_cache_path(const std::string& path) {
+  struct stat st {};
+  const std::string dir = cache_dir();
+  if (dir.empty() || ::stat(path.c_str(), &st) != 0) return "";
+  std::error_code ec;
+  const std::string canon = std::filesystem::weakly_canonical(path, ec).string();
+  const std::string id = canon + "|" + std::to_string(st.st_dev) + "|" + std::to_string(st.st_ino) + "|" +
+                         std::to_string(st.st_size) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
+                         std::to_string(st.st_mtim.tv_nsec);
+  return dir + "/sha256/" + sha256_hex(id.data(), id.size());
+}
+
+std::string sha256_file(const std::string& path, bool use_cache) {
+  const std::string cached = use_cache ? sha256_cache_path(path) : "";
+  if (!cached.empty()) {
+    std::ifstream in(cached);
+    std::string digest;
+    if (in >> digest && digest.size() == 64 && digest.find_first_not_of("0123456789abcdef") == std::string::npos)
+      return digest;
+  }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) fail(path, ": cannot open for hashing: ", std::strerror(errno));
-  Sha256 h;
-  std::vector<char> buf(1 << 20);
+  std::unique_ptr<FILE, int (*)(FILE*)> guard(f, &std::fclose);
+  MdCtx md;
+  if (!md.ctx) fail(path, ": OpenSSL could not allocate a digest context");
+  check(EVP_DigestInit_ex(md.ctx, EVP_sha256(), nullptr), path);
+  std::vector<unsigned char> buf(size_t(4) << 20);
   size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), n);
-  const bool bad = std::ferror(f);
-  std::fclose(f);
-  if (bad) fail(path, ": read error while hashing");
-  return h.hex_digest();
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) check(EVP_DigestUpdate(md.ctx, buf.data(), n), path);
+  if (std::ferror(f)) fail(path, ": read error while hashing");
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  check(EVP_DigestFinal_ex(md.ctx, out, &len), path);
+  const std::string digest = hex(out, len);
+  if (!cached.empty()) {  // best effort: a read-only home just means no cache
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cached).parent_path(), ec);
+    const std::string tmp = cached + ".tmp" + std::to_string(::getpid());
+    if (FILE* w = std::fopen(tmp.c_str(), "w")) {
+      const bool ok = std::fputs((digest + "\n").c_str(), w) >= 0;
+      if (std::fclose(w) == 0 && ok) std::rename(tmp.c_str(), cached.c_str());
+      else std::remove(tmp.c_str());
+    }
+  }
+  return digest;
 }
 
 }  // namespace minfer::trace

@@ -17,6 +17,16 @@ constexpr double kRel = 2e-5;
 
 bool num(const json& v) { return v.is_number(); }
 
+// Counts are at most 2^53 (schema), so sums of a few fit; products of two may not.
+int64_t times(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t plus(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 struct Checker {
   std::vector<std::string>& errs;
   size_t max_errors;
@@ -37,8 +47,8 @@ struct Checker {
           err(here + "/src", "source node " + s.dump() + " does not exist");
         else if (s.get<size_t>() >= i && n["fused_into"] == -1)
           err(here + "/src", "source node " + s.dump() + " runs after this node (" + std::to_string(i) + ")");
-      const int into = n["fused_into"].get<int>();
-      if (into >= static_cast<int>(nodes.size())) err(here + "/fused_into", "node " + std::to_string(into) + " does not exist");
+      const int64_t into = n["fused_into"].get<int64_t>();
+      if (into >= static_cast<int64_t>(nodes.size())) err(here + "/fused_into", "node " + std::to_string(into) + " does not exist");
       if (into >= 0 && n["has_output"].get<bool>()) err(here + "/has_output", "a fused-away node cannot have an output");
     }
   }
@@ -61,19 +71,20 @@ struct Checker {
 
   void grid(const json& g, const json& node, const std::string& at) {
     const int64_t rows = g["rows"], cols = g["cols"], rs = g["row_stride"], cs = g["col_stride"];
-    if (g["values"].size() != static_cast<size_t>(rows * cols))
+    const int64_t cells = times(rows, cols);
+    if (static_cast<int64_t>(g["values"].size()) != cells)
       err(at + "/values", "has " + std::to_string(g["values"].size()) + " values, rows*cols = " +
-                              std::to_string(rows * cols));
+                              std::to_string(cells));
     if (g["shape"] != node["shape"])
       err(at + "/shape", g["shape"].dump() + " differs from the graph node's shape " + node["shape"].dump());
     const int64_t R = g["shape"][0], C = g["shape"][1];
-    if (rows > 0 && (rows - 1) * rs >= R) err(at, "grid rows x row_stride run past the tensor's " + std::to_string(R) + " rows");
-    if (cols > 0 && (cols - 1) * cs >= C) err(at, "grid cols x col_stride run past the tensor's " + std::to_string(C) + " columns");
+    if (rows > 0 && times(rows - 1, rs) >= R) err(at, "grid rows x row_stride run past the tensor's " + std::to_string(R) + " rows");
+    if (cols > 0 && times(cols - 1, cs) >= C) err(at, "grid cols x col_stride run past the tensor's " + std::to_string(C) + " columns");
   }
 
   void hist(const json& h, const json& s, const std::string& at) {
     int64_t total = 0;
-    for (const auto& c : h["counts"]) total += c.get<int64_t>();
+    for (const auto& c : h["counts"]) total = plus(total, c.get<int64_t>());
     const int64_t count = s["count"], nan = s["nan"], inf = s["inf"];
     if (total != count - nan - inf)
       err(at + "/counts", "sum to " + std::to_string(total) + ", expected the finite count " +
@@ -150,7 +161,7 @@ struct Checker {
         continue;
       }
       if (!node["has_output"].get<bool>()) err(here, "has stats but the graph node has no output");
-      const int64_t elems = node["shape"][0].get<int64_t>() * node["shape"][1].get<int64_t>();
+      const int64_t elems = times(node["shape"][0].get<int64_t>(), node["shape"][1].get<int64_t>());
       if (r["stats"]["count"] != elems)
         err(here + "/stats/count", r["stats"]["count"].dump() + " but the node's shape holds " + std::to_string(elems));
       stats(r["stats"], here + "/stats");

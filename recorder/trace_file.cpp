@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "core/error.h"
+#include "output_file.h"
 
 namespace minfer::trace {
 
@@ -59,10 +61,21 @@ void gzip_file(const std::string& src, const std::string& dst) {
   std::fclose(in);
   if (gzclose(out) != Z_OK || !ok) fail(dst, ": compression failed");
 }
+
+// Beside the target, so the finish is a rename on one file system. A special target
+// (MINFER_TRACE=/dev/null) gets its .partial in the temp folder: nothing is created in /dev.
+std::string partial_path_for(const std::string& final_path) {
+  if (!is_special_file(final_path)) return final_path + ".partial";
+  const std::string base = std::filesystem::path(final_path).filename().string();
+  return (std::filesystem::temp_directory_path() /
+          ("minfer-" + std::to_string(::getpid()) + "-" + base + ".partial"))
+      .string();
+}
+
 }  // namespace
 
 TraceFile::TraceFile(std::string final_path) : final_(std::move(final_path)) {
-  partial_ = final_ + ".partial";
+  partial_ = partial_path_for(final_);
   fd_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(partial_, ": cannot create trace file: ", std::strerror(errno));
 }
@@ -130,13 +143,12 @@ void TraceFile::finish(const std::string& timings_json) {
   fd_ = -1;
   finished_ = true;
   if (ends_with(final_, ".gz")) {
-    const std::string tmp = final_ + ".tmp";
+    const std::string tmp = partial_ + ".gz.tmp";
     gzip_file(partial_, tmp);
-    if (std::rename(tmp.c_str(), final_.c_str()) != 0)
-      fail(final_, ": cannot move the finished trace into place: ", std::strerror(errno));
+    move_into_place(tmp, final_);
     ::unlink(partial_.c_str());
-  } else if (std::rename(partial_.c_str(), final_.c_str()) != 0) {
-    fail(final_, ": cannot move the finished trace into place: ", std::strerror(errno));
+  } else {
+    move_into_place(partial_, final_);
   }
 }
 

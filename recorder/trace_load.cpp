@@ -1,49 +1,14 @@
 #include "trace_load.h"
 
-#include <zlib.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <vector>
+#include <algorithm>
 
 #include "core/error.h"
+#include "json_read.h"
 #include "trace_file.h"
 
 namespace minfer::trace {
 
 using nlohmann::json;
-
-std::string read_file_text(const std::string& path, bool* was_gzip) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, ": cannot open: ", std::strerror(errno));
-  unsigned char magic[2] = {0, 0};
-  const size_t got = std::fread(magic, 1, 2, f);
-  std::fclose(f);
-  const bool gz = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  if (was_gzip) *was_gzip = gz;
-  // gzread reads plain files as they are, so one path serves both.
-  gzFile g = gzopen(path.c_str(), "rb");
-  if (!g) fail(path, ": cannot open: ", std::strerror(errno));
-  gzbuffer(g, 1 << 20);
-  std::string text;
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    const int n = gzread(g, buf.data(), static_cast<unsigned>(buf.size()));
-    if (n < 0) {
-      int code = 0;
-      const std::string msg = gzerror(g, &code);
-      gzclose(g);
-      fail(path, ": ", gz ? "corrupt gzip data: " : "read error: ", msg);
-    }
-    if (n == 0) break;
-    text.append(buf.data(), static_cast<size_t>(n));
-  }
-  // A truncated gzip stream ends without error from gzread; gzclose reports it.
-  const int rc = gzclose(g);
-  if (gz && rc != Z_OK) fail(path, ": truncated or corrupt gzip data");
-  return text;
-}
 
 namespace {
 
@@ -51,17 +16,17 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string parse_message(const json::parse_error& e) {
-  // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..." ->
-  // the part after the position, which the caller replaces with the byte offset.
-  std::string w = e.what();
-  const size_t colon = w.find(": ", w.find("parse error"));
-  return colon == std::string::npos ? w : w.substr(colon + 2);
-}
-
 // A file killed between "step written" and "tail written" ends inside a step: cut at the last
 // step start ("\n{", see trace_file.h) and close the document with the unfinished tail.
-bool salvage(const std::string& text, json& out) {
+// A real trace has a value per 8 or more bytes of text (numbers print with 6 digits), so this
+// only stops documents built to blow up in memory.
+JsonReadOptions limits_for(uint64_t max_bytes) {
+  JsonReadOptions o;
+  o.max_values = std::max<uint64_t>(max_bytes / 8, 1024);
+  return o;
+}
+
+bool salvage(const std::string& text, const std::string& what, uint64_t max_bytes, json& out) {
   // Only the last two step starts can be the cut point of a file this writer produced (the
   // step in flight, or the tail after it); trying more would only cost time on a broken file.
   size_t cut = text.size();
@@ -71,41 +36,45 @@ bool salvage(const std::string& text, json& out) {
     std::string head = text.substr(0, cut);
     while (!head.empty() && (head.back() == ',' || head.back() == '\n')) head.pop_back();
     try {
-      out = json::parse(head + kOpenTail);
+      out = parse_json_text(head + kOpenTail, what, limits_for(max_bytes));
       return true;
-    } catch (const json::parse_error&) {
+    } catch (const JsonParseError&) {
     }
   }
   return false;
 }
 
+std::string label_of(const std::string& path, const ReadOptions& o) { return o.label.empty() ? path : o.label; }
+
 }  // namespace
 
-json load_json_file(const std::string& path) {
-  const std::string text = read_file_text(path);
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(path, ": not valid JSON at byte ", e.byte, ": ", parse_message(e));
-  }
+json load_json_file(const std::string& path, const ReadOptions& o) {
+  return parse_json_text(read_trace_text(path, o), label_of(path, o), limits_for(o.max_bytes));
 }
 
-json load_trace(const std::string& path, LoadInfo* info) {
+json load_trace(const std::string& path, LoadInfo* info, const ReadOptions& o) {
+  const std::string what = label_of(path, o);
   LoadInfo li;
-  const std::string text = read_file_text(path, &li.gzip);
-  li.bytes = text.size();
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    if (!ends_with(path, ".partial") || !salvage(text, doc))
-      fail(path, ": not valid JSON at byte ", e.byte, ": ", parse_message(e));
-    li.salvaged = true;
+  if (ends_with(path, ".partial")) {  // may need salvaging: keep the text
+    const std::string text = read_trace_text(path, o, &li.gzip);
+    li.bytes = text.size();
+    try {
+      doc = parse_json_text(text, what, limits_for(o.max_bytes));
+    } catch (const JsonParseError&) {
+      if (!salvage(text, what, o.max_bytes, doc)) throw;
+      li.salvaged = true;
+    }
+  } else {  // streamed: memory for the document only, and garbage fails at its first byte
+    TraceInput in(path, o);
+    doc = parse_json_stream(in, what, limits_for(o.max_bytes));
+    li.gzip = in.gzip();
+    li.bytes = in.bytes_out();
   }
   if (!doc.is_object() || !doc.contains("format") || doc["format"] != "minfer-trace")
-    fail(path, ": not a minfer trace (the top-level \"format\" field is not \"minfer-trace\")");
+    fail(what, ": not a minfer trace (the top-level \"format\" field is not \"minfer-trace\")");
   if (!doc.contains("version") || !doc["version"].is_number_integer())
-    fail(path, ": field \"version\" is missing or not an integer");
+    fail(what, ": field \"version\" is missing or not an integer");
   if (info) *info = li;
   return doc;
 }

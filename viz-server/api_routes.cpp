@@ -6,20 +6,21 @@
 #include "http_util.h"
 #include "path_safety.h"
 #include "trace_response.h"
+#include "trace_slices.h"
+#include "live_runs.h"
 
 using nlohmann::json;
 
 namespace minfer::viz {
 namespace {
 
+// No paths: where the server's files live is not the client's business.
 void handle_health(const httplib::Request&, httplib::Response& res, VizContext& ctx) {
-  json dirs = json::array();
-  for (const auto& d : ctx.traces.dirs()) dirs.push_back(d.string());
   res.set_header("Cache-Control", "no-store");
   send_json(res, json{{"ok", true},
                       {"version", MINFER_VERSION},
                       {"commit", MINFER_GIT_COMMIT},
-                      {"traces_dirs", dirs},
+                      {"traces_dirs", ctx.traces.dirs().size()},
                       {"web", ctx.web_root.has_value()}});
 }
 
@@ -46,7 +47,7 @@ void handle_fetch(const httplib::Request& req, httplib::Response& res, VizContex
   auto file = lookup(res, ctx, req.matches[1].str(), "trace");
   if (!file) return;
   try {
-    send_trace_file(req, res, *file, ctx.bodies);
+    send_trace_file(req, res, *file, ctx.traces.read_options(*file), ctx.bodies);
   } catch (const Error& e) {  // a .json.gz that does not inflate
     res.headers.clear();
     send_error(res, 422, e.what());
@@ -68,7 +69,7 @@ void handle_compare(const httplib::Request& req, httplib::Response& res, VizCont
   if (!b) return;
   std::string key = "compare|" + identity(*a) + "|" + identity(*b);
   try {
-    Body body = ctx.bodies.get(key, [&] { return compare_traces_json(*a, *b); });
+    Body body = ctx.bodies.get(key, [&] { return compare_traces_json(ctx.traces, *a, *b); });
     res.set_header("Cache-Control", "no-cache");
     res.set_header("Vary", "Accept-Encoding");
     if (accepts_gzip(req) && body->size() > 1024) {
@@ -90,6 +91,8 @@ void register_api_routes(httplib::Server& server, VizContext& ctx) {
   server.Get("/api/traces/?", [&ctx](const auto& req, auto& res) { handle_list(req, res, ctx); });
   server.Get("/api/traces/(.+)", [&ctx](const auto& req, auto& res) { handle_fetch(req, res, ctx); });
   server.Get("/api/compare", [&ctx](const auto& req, auto& res) { handle_compare(req, res, ctx); });
+  register_slice_routes(server, ctx);  // /api/slices/NAME/index, /api/slices/NAME/steps/K
+  register_live_routes(server, ctx);   // /api/run…, /api/vocab (with --model)
   server.Get("/api(/.*)?", [](const httplib::Request& req, httplib::Response& res) {
     send_error(res, 404, "no such API endpoint: " + req.path);
   });

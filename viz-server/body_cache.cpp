@@ -19,7 +19,9 @@ Body BodyCache::get(const std::string& key, const std::function<std::string()>& 
   if (future.valid()) return future.get();
 
   try {
-    Body body = std::make_shared<const std::string>(make());
+    std::string made = make();
+    made.shrink_to_fit();  // the budget counts size(); a gzip buffer sized for the worst case is 4x that
+    Body body = std::make_shared<const std::string>(std::move(made));
     promise.set_value(body);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(key);

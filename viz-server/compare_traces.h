@@ -6,9 +6,10 @@
 
 namespace minfer::viz {
 
-// The diff of traces a and b as JSON text (docs/trace-format.md, "Comparison output").
-// Throws minfer::Error when a trace does not load or the two are not comparable (different
-// models or graphs).
-std::string compare_traces_json(const TraceEntry& a, const TraceEntry& b);
+// The diff of traces a and b of `index` as JSON text (docs/trace-format.md, "Comparison
+// output"). Both must validate first (the diff reads fields unchecked). Throws minfer::Error,
+// naming the file by its name, when a trace does not load or validate, or the two are not
+// comparable (different models or graphs).
+std::string compare_traces_json(const TraceIndex& index, const TraceEntry& a, const TraceEntry& b);
 
 }  // namespace minfer::viz

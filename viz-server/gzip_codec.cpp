@@ -49,41 +49,15 @@ std::string gzip_compress(std::string_view raw, int level) {
   return out;
 }
 
-std::string gzip_decompress(std::string_view gz, const std::string& what, size_t max_out) {
+std::string gzip_decompress(std::string_view gz, const std::string& what, uint64_t max_out) {
+  if (!looks_gzipped(gz)) fail(what, ": not gzip data");
+  trace::ReadOptions o;
+  o.max_bytes = max_out;
+  o.label = what;
+  trace::TraceInput in(trace::InMemory{gz}, o);
   std::string out;
-  size_t in_off = 0;
-  while (in_off < gz.size()) {  // one iteration per gzip member
-    z_stream zs{};
-    if (inflateInit2(&zs, kGzipWindow) != Z_OK) fail(what, ": inflateInit2 failed");
-    int rc = Z_OK;
-    while (rc != Z_STREAM_END) {
-      size_t in_len = std::min<size_t>(gz.size() - in_off, UINT_MAX);
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data() + in_off));
-      zs.avail_in = static_cast<uInt>(in_len);
-      char buf[kChunk];
-      zs.next_out = reinterpret_cast<Bytef*>(buf);
-      zs.avail_out = sizeof buf;
-      uLong before_in = zs.total_in;
-      rc = inflate(&zs, Z_NO_FLUSH);
-      in_off += zs.total_in - before_in;
-      size_t produced = sizeof buf - zs.avail_out;
-      if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && produced > 0)) {
-        std::string msg = zs.msg ? zs.msg : "corrupt or truncated data";
-        inflateEnd(&zs);
-        fail(what, ": gzip: ", msg);
-      }
-      if (out.size() + produced > max_out) {
-        inflateEnd(&zs);
-        fail(what, ": gzip: inflates beyond ", max_out, " bytes");
-      }
-      out.append(buf, produced);
-      if (rc != Z_STREAM_END && in_off == gz.size() && produced == 0) {
-        inflateEnd(&zs);
-        fail(what, ": gzip: truncated stream");
-      }
-    }
-    inflateEnd(&zs);
-  }
+  char buf[kChunk];
+  for (size_t n; (n = in.read(buf, sizeof buf)) > 0;) out.append(buf, n);
   return out;
 }
 

@@ -1,8 +1,11 @@
-// gzip (RFC 1952) compression for trace bodies, via zlib.
+// gzip (RFC 1952) compression for trace bodies, via zlib. Inflating goes through the
+// recorder's capped reader (trace_input.h), the one inflater of the project.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "trace_input.h"
 
 namespace minfer::viz {
 
@@ -11,9 +14,11 @@ bool looks_gzipped(std::string_view bytes);
 
 std::string gzip_compress(std::string_view raw, int level = 6);
 
-// Inflates a gzip stream (concatenated members allowed). Throws minfer::Error naming `what`
-// when the stream is corrupt, truncated, or inflates beyond max_out bytes.
+// Inflates gzip bytes held in memory (concatenated members allowed). Throws minfer::Error
+// naming `what` when they are not gzip, corrupt, truncated, followed by other bytes, or
+// inflate beyond max_out bytes. Stored files: trace::read_trace_text reads them without
+// holding the compressed bytes.
 std::string gzip_decompress(std::string_view gz, const std::string& what,
-                            size_t max_out = size_t(4) << 30);
+                            uint64_t max_out = trace::kDefaultMaxTraceBytes);
 
 }  // namespace minfer::viz

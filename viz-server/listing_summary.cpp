@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "json_read.h"
 
 using nlohmann::json;
 
@@ -59,32 +60,51 @@ void summarize_v2(const json& doc, const std::string& what, TraceSummary& s) {
   s.complete = complete != doc.end() && complete->is_boolean() && complete->get<bool>();
 }
 
+// Upstream v1: model and prompt at the top level; a decode step's `token` is its input
+// (the token the step before produced), the prefill's is null.
 void summarize_v1(const json& doc, const std::string& what, TraceSummary& s) {
+  s.model = string_at(doc, "model");
+  s.prompt = string_at(doc, "prompt");
+  s.backend = string_at(doc, "backend");
   for (const json& phase : array_at(doc, "phases", what)) {
     if (!phase.is_object()) fail(what, ": a phase is not an object");
     bool prefill = string_at(phase, "kind") == "prefill";
     for (const json& step : array_at(phase, "steps", what)) {
       ++s.steps;
-      if (step.is_object() && step.contains("token"))
-        ++(prefill ? s.prompt_tokens : s.generated_tokens);
+      if (!prefill && step.is_object() && step.contains("token") && step["token"].is_number_integer())
+        ++s.generated_tokens;
     }
   }
   s.complete = true;  // v1 has no streaming marker: a parsed file is a whole file
 }
 
+// What a list entry keeps of a trace (meta, per step its tokens and chosen token) is small:
+// 10,000 steps of a long run are about 200,000 values.
+constexpr uint64_t kMaxListingValues = 4'000'000;
+
+trace::JsonReadOptions listing_parse_options() {
+  trace::JsonReadOptions o;
+  o.max_values = kMaxListingValues;
+  o.skip_member = [](const std::string& key, size_t) { return is_bulky_key(key); };
+  return o;
+}
+
+TraceSummary summarize_doc(const json& doc, const std::string& what);
+
 }  // namespace
 
 TraceSummary summarize_trace(std::string_view json_text, const std::string& what) {
-  auto drop_bulky = [](int, json::parse_event_t event, json& parsed) {
-    return !(event == json::parse_event_t::key && parsed.is_string() &&
-             is_bulky_key(parsed.get_ref<const std::string&>()));
-  };
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end(), drop_bulky);
-  } catch (const json::exception& e) {
-    fail(what, ": not valid JSON: ", e.what());
-  }
+  return summarize_doc(trace::parse_json_text(json_text, what, listing_parse_options()), what);
+}
+
+TraceSummary summarize_trace_file(const std::string& path, const trace::ReadOptions& options) {
+  trace::TraceInput in(path, options);
+  return summarize_doc(trace::parse_json_stream(in, in.label(), listing_parse_options()), in.label());
+}
+
+namespace {
+
+TraceSummary summarize_doc(const json& doc, const std::string& what) {
   if (!doc.is_object()) fail(what, ": not a JSON object");
   std::string format = string_at(doc, "format");
   if (format != "minfer-trace")
@@ -92,16 +112,18 @@ TraceSummary summarize_trace(std::string_view json_text, const std::string& what
   auto version = doc.find("version");
   if (version == doc.end() || !version->is_number_integer())
     fail(what, ": field 'version' is missing or not an integer");
+  const int64_t v = version->get<int64_t>();
+  if (v != 1 && v != 2) fail(what, ": unsupported trace version ", v, " (this server reads 1 and 2)");
   TraceSummary s;
-  s.version = version->get<int>();
+  s.version = static_cast<int>(v);
   if (s.version == 2)
     summarize_v2(doc, what, s);
-  else if (s.version == 1)
-    summarize_v1(doc, what, s);
   else
-    fail(what, ": unsupported trace version ", s.version, " (this server reads 1 and 2)");
+    summarize_v1(doc, what, s);
   return s;
 }
+
+}  // namespace
 
 json summary_to_json(const TraceSummary& s) {
   return json{{"version", s.version},

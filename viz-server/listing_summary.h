@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace_input.h"
+
 namespace minfer::viz {
 
 struct TraceSummary {
@@ -22,8 +24,14 @@ struct TraceSummary {
 // Summarizes minfer-trace JSON text (version 2, or the upstream version 1 layout). The big
 // parts (graphs, node records, kernels, top-k lists) are skipped while parsing, so a large
 // trace costs its parse time but not a DOM of its size. Throws minfer::Error naming `what`
-// and the problem (not JSON, not a minfer-trace, unsupported version, wrong field types).
+// and the problem (not JSON, too deep, not a minfer-trace, unsupported version, wrong field
+// types).
 TraceSummary summarize_trace(std::string_view json_text, const std::string& what);
+
+// The same for a trace file, streamed through the capped reader: a .json.gz is inflated a
+// buffer at a time, never whole, and no further than options.max_bytes. Errors name
+// options.label (the file name the API shows), never the server's path.
+TraceSummary summarize_trace_file(const std::string& path, const trace::ReadOptions& options);
 
 // The list entry fields: model, backend, matmul_path, steps, tokens, recorded_at, complete...
 nlohmann::json summary_to_json(const TraceSummary& s);

@@ -32,7 +32,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
-    VizServer server(VizConfig{args.host, args.port, args.traces_dirs, args.web_dir});
+    VizConfig config{args.host, args.port, args.traces_dirs, args.web_dir};
+    config.max_trace_bytes = args.max_trace_bytes;
+    config.models = args.models;
+    VizServer server(config);
     server.bind();
     std::thread waiter([&] {
       int sig = 0;

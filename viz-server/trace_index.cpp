@@ -4,7 +4,6 @@
 #include <set>
 
 #include "core/error.h"
-#include "trace_load.h"
 #include "path_safety.h"
 
 namespace fs = std::filesystem;
@@ -20,13 +19,21 @@ bool has_trace_suffix(const std::string& name) {
   return ends_with(".json") || ends_with(".json.gz");
 }
 
-TraceIndex::TraceIndex(const std::vector<std::string>& dirs) {
+TraceIndex::TraceIndex(const std::vector<std::string>& dirs, uint64_t max_trace_bytes)
+    : max_trace_bytes_(max_trace_bytes) {
   for (const std::string& d : dirs) {
     std::error_code ec;
     fs::path real = fs::canonical(d, ec);
     if (ec || !fs::is_directory(real, ec)) fail("minfer-viz: traces directory ", d, ": not a directory");
     dirs_.push_back(real);
   }
+}
+
+trace::ReadOptions TraceIndex::read_options(const TraceEntry& file) const {
+  trace::ReadOptions o;
+  o.max_bytes = max_trace_bytes_;
+  o.label = file.name;
+  return o;
 }
 
 std::optional<TraceEntry> TraceIndex::stat_trace(const fs::path& dir,
@@ -85,7 +92,7 @@ SummaryOrError TraceIndex::summary(const TraceEntry& file) {
   // Parse outside the lock: a big trace must not hold up listing the others.
   auto result = std::make_shared<SummaryOrError>();
   try {
-    result->summary = summarize_trace(trace::read_file_text(file.path.string()), file.name);
+    result->summary = summarize_trace_file(file.path.string(), read_options(file));
   } catch (const std::exception& e) {
     result->error = e.what();
   }

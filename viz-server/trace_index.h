@@ -33,9 +33,14 @@ struct SummaryOrError {
 class TraceIndex {
  public:
   // Directories are canonicalized now; throws minfer::Error for one that does not exist.
-  explicit TraceIndex(const std::vector<std::string>& dirs);
+  // max_trace_bytes caps the JSON text (inflated size) read from any one file.
+  explicit TraceIndex(const std::vector<std::string>& dirs,
+                      uint64_t max_trace_bytes = trace::kDefaultMaxTraceBytes);
 
   const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
+
+  // How a file of this index is read: the cap, and its name (never its path) in messages.
+  trace::ReadOptions read_options(const TraceEntry& file) const;
 
   // Every trace file, sorted by name; a name present in several directories is taken
   // from the first. Symlinks whose target lies outside their directory are left out.
@@ -61,6 +66,7 @@ class TraceIndex {
     std::shared_ptr<const SummaryOrError> result;
   };
   std::vector<std::filesystem::path> dirs_;
+  uint64_t max_trace_bytes_;
   std::mutex mutex_;
   std::map<std::filesystem::path, CacheEntry> cache_;
 };

@@ -4,7 +4,6 @@
 
 #include "core/error.h"
 #include "file_bytes.h"
-#include "trace_load.h"
 #include "gzip_codec.h"
 #include "http_util.h"
 
@@ -53,7 +52,7 @@ void send_body(httplib::Response& res, Body body, const std::string& content_typ
 }
 
 void send_trace_file(const httplib::Request& req, httplib::Response& res, const TraceEntry& file,
-                     BodyCache& cache) {
+                     const trace::ReadOptions& read, BodyCache& cache) {
   std::string etag = file_etag(file.size, file.mtime_ns);
   res.set_header("ETag", etag);
   res.set_header("Cache-Control", "no-cache");  // traces change (fresh recordings): revalidate
@@ -62,8 +61,9 @@ void send_trace_file(const httplib::Request& req, httplib::Response& res, const 
     res.status = 304;
     return;
   }
-  bool want_gzip = accepts_gzip(req);
-  bool stored_gzip = file_is_gzipped(file);
+  const bool stored_gzip = file_is_gzipped(file);
+  // Compressing means holding the whole file in memory: not for files beyond the cap.
+  const bool want_gzip = accepts_gzip(req) && (stored_gzip || file.size <= read.max_bytes);
   res.status = 200;
   if (want_gzip) res.set_header("Content-Encoding", "gzip");
   if (want_gzip == stored_gzip) {
@@ -76,7 +76,7 @@ void send_trace_file(const httplib::Request& req, httplib::Response& res, const 
               kJson);
   } else {
     send_body(res, cache.get(cache_key(file, "identity"),
-                             [&] { return trace::read_file_text(file.path.string()); }),
+                             [&] { return trace::read_trace_text(file.path.string(), read); }),
               kJson);
   }
 }

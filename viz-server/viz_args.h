@@ -1,5 +1,6 @@
 // Command-line options of minfer-viz.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,9 @@ struct VizArgs {
   std::string host = "127.0.0.1";           // loopback unless the user asks otherwise
   int port = 8080;                          // 0: let the OS pick a free port
   std::vector<std::string> traces_dirs;     // searched in order; the first holding a name wins
+  std::vector<std::string> models;          // --model: live runs with these GGUF files
   std::string web_dir;                      // built web app (index.html); "" = API only
+  uint64_t max_trace_bytes = 0;             // 0: MINFER_TRACE_MAX_BYTES or the default
   bool help = false;
 };
 

@@ -1,6 +1,7 @@
 // Everything the request handlers share: the trace index, the web root, the body cache.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,11 +12,14 @@
 namespace minfer::viz {
 
 struct VizContext {
-  explicit VizContext(const std::vector<std::string>& traces_dirs) : traces(traces_dirs) {}
+  VizContext(const std::vector<std::string>& traces_dirs, uint64_t max_trace_bytes)
+      : traces(traces_dirs, max_trace_bytes) {}
 
   TraceIndex traces;
   std::optional<std::filesystem::path> web_root;  // canonical; nullopt = API only
   BodyCache bodies;                               // re-encoded traces and comparison results
+  std::vector<std::string> models;                // --model files: live runs (live_runs.h)
+  std::shared_ptr<class LiveRuns> live;           // null without models
 };
 
 }  // namespace minfer::viz

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "api_routes.h"
+#include "connection_threads.h"
 #include "core/error.h"
 #include "http_util.h"
 #include "path_safety.h"
@@ -28,6 +29,16 @@ httplib::Server::HandlerResponse refuse_suspicious(const httplib::Request& req,
   return httplib::Server::HandlerResponse::Unhandled;
 }
 
+// Range requests are ignored: every answer is the whole body with 200, which RFC 9110 allows.
+// httplib 0.11 applies the parsed ranges to whatever a handler answers (keeping our 200 on a
+// 10-byte slice, no 416, a wrong Content-Range and a "gzip" label on multipart bodies), and
+// nothing here needs partial bodies: the API serves JSON documents read whole. The Request is
+// httplib's own mutable object, handed to us as const; clearing its ranges before routing is
+// the only hook this httplib offers.
+void ignore_ranges(const httplib::Request& req) {
+  const_cast<httplib::Request&>(req).ranges.clear();
+}
+
 // Every error answer is JSON, including the ones httplib produces itself (no route, bad
 // request line).
 httplib::Server::HandlerResponse json_error_body(const httplib::Request&, httplib::Response& res) {
@@ -38,15 +49,19 @@ httplib::Server::HandlerResponse json_error_body(const httplib::Request&, httpli
 
 }  // namespace
 
-VizServer::VizServer(const VizConfig& config) : config_(config), ctx_(config.traces_dirs) {
+VizServer::VizServer(const VizConfig& config)
+    : config_(config), ctx_(config.traces_dirs, config.max_trace_bytes) {
   if (!config.web_dir.empty()) {
     std::error_code ec;
     fs::path root = fs::canonical(config.web_dir, ec);
     if (ec || !fs::is_directory(root, ec)) fail("minfer-viz: --web ", config.web_dir, ": not a directory");
     ctx_.web_root = root;
   }
-  size_t threads = config.threads;
-  server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t threads = config.threads, max_threads = config.max_threads;
+  server_.new_task_queue = [threads, max_threads] { return new ConnectionThreads(threads, max_threads); };
+  server_.set_read_timeout(config.read_timeout);
+  server_.set_write_timeout(config.write_timeout);
+  server_.set_keep_alive_timeout(config.keep_alive_timeout.count());
   // httplib's default also sets SO_REUSEPORT, which would let a second minfer-viz share a
   // busy port silently; SO_REUSEADDR alone still allows a quick restart.
   server_.set_socket_options([](socket_t sock) {
@@ -55,7 +70,10 @@ VizServer::VizServer(const VizConfig& config) : config_(config), ctx_(config.tra
   });
   server_.set_keep_alive_max_count(100);
   server_.set_payload_max_length(1 << 20);  // the API takes no uploads
-  server_.set_pre_routing_handler(refuse_suspicious);
+  server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    ignore_ranges(req);
+    return refuse_suspicious(req, res);
+  });
   server_.set_error_handler(httplib::Server::HandlerWithResponse(json_error_body));
   server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
                                    std::exception_ptr ep) {
@@ -71,6 +89,7 @@ VizServer::VizServer(const VizConfig& config) : config_(config), ctx_(config.tra
     send_error(res, 500, what);
   });
 
+  ctx_.models = config.models;
   register_api_routes(server_, ctx_);
   server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
     if (!ctx_.web_root) {

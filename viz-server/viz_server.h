@@ -8,6 +8,7 @@
 
 #include <httplib.h>
 
+#include "trace_input.h"
 #include "viz_context.h"
 
 namespace minfer::viz {
@@ -17,7 +18,14 @@ struct VizConfig {
   int port = 8080;                    // 0 = any free port
   std::vector<std::string> traces_dirs;
   std::string web_dir;                // "" = API only
-  size_t threads = 16;                // concurrent connections served
+  std::vector<std::string> models;    // --model files: live runs
+  size_t threads = 8;                 // threads kept ready for connections
+  size_t max_threads = 256;           // connections served at once (more wait in a queue)
+  uint64_t max_trace_bytes = trace::kDefaultMaxTraceBytes;  // JSON text read from one trace
+  // A connection that sends nothing (reading) or takes nothing (writing) for this long is
+  // closed; so is an idle keep-alive connection.
+  std::chrono::milliseconds read_timeout{5000}, write_timeout{5000};
+  std::chrono::seconds keep_alive_timeout{5};
 };
 
 class VizServer {

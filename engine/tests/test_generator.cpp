@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "exec/generate.h"
 #include "model/model.h"
@@ -90,3 +91,19 @@ TEST(Generator, PerLayerRms05bShapes) {
   EXPECT_DOUBLE_EQ(m->hp.rope_base, 1e6);
   check_rms(p);
 }
+
+namespace minfer {
+// The 7B preset: Qwen2.5-7B's shapes, untied embeddings (its own output matrix).
+TEST(Generator, Qwen25_7bPresetShapes) {
+  const HParams h = preset_hparams("qwen2.5-7b");
+  EXPECT_EQ(h.n_layer, 28);
+  EXPECT_EQ(h.n_embd, 3584);
+  EXPECT_EQ(h.n_head, 28);
+  EXPECT_EQ(h.n_head_kv, 4);
+  EXPECT_EQ(h.head_dim, 128);
+  EXPECT_EQ(h.n_ff, 18944);
+  EXPECT_EQ(h.n_vocab, 152064);
+  EXPECT_FALSE(h.tied_embeddings);
+  EXPECT_THROW(preset_hparams("qwen2.5-70b"), Error);
+}
+}  // namespace minfer

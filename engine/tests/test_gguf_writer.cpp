@@ -216,3 +216,32 @@ TEST(GGUFWriter, FailedWriteKeepsTheGoodFileAndRemovesTemp) {
 
 }  // namespace
 }  // namespace minfer
+
+namespace minfer {
+// Deferred tensors (a 7B model written one tensor at a time) give the same bytes as eager ones;
+// a producer that makes the wrong size is an error naming the tensor.
+TEST(GGUFWriter, DeferredTensorsWriteTheSameBytes) {
+  std::vector<uint8_t> a(64 * 4), b(32 * 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 7);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 3 + 1);
+  GGUFWriter eager, deferred;
+  for (GGUFWriter* w : {&eager, &deferred}) w->set("general.architecture", GGUFValue::str("qwen2"));
+  eager.add_tensor("a", {64}, WeightType::F32, a);
+  eager.add_tensor("b", {32}, WeightType::F32, b);
+  int calls = 0;
+  deferred.add_tensor_deferred("a", {64}, WeightType::F32, [&] { ++calls; return a; });
+  deferred.add_tensor("b", {32}, WeightType::F32, b);
+  EXPECT_EQ(calls, 0);  // nothing is made before the write
+  EXPECT_EQ(deferred.to_bytes(), eager.to_bytes());
+  EXPECT_EQ(calls, 1);
+  GGUFWriter bad;
+  bad.add_tensor_deferred("short", {64}, WeightType::F32, [] { return std::vector<uint8_t>(10); });
+  try {
+    bad.to_bytes();
+    FAIL() << "no error for a producer of the wrong size";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'short'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(bad.add_tensor_deferred("short", {64}, WeightType::F32, [] { return std::vector<uint8_t>(); }), Error);  // duplicate
+}
+}  // namespace minfer

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <limits>
 #include <random>
 
@@ -190,10 +194,28 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const std::string m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
   EXPECT_EQ(sha256_hex(m.data(), m.size()), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  Sha256 h;  // split updates give the same digest
-  const std::string a(1000, 'a');
-  for (size_t i = 0; i < a.size(); i += 37) h.update(a.data() + i, std::min<size_t>(37, a.size() - i));
-  EXPECT_EQ(h.hex_digest(), sha256_hex(a.data(), a.size()));
+}
+
+TEST(Sha256, FileDigestIsCachedByIdentity) {
+  const auto dir = std::filesystem::temp_directory_path() / ("minfer-sha-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("MINFER_CACHE_DIR", (dir / "cache").c_str(), 1);
+  const std::string f = (dir / "model.bin").string();
+  { std::ofstream(f) << "abc"; }
+  const std::string want = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  EXPECT_EQ(sha256_file(f), want);
+  const std::string cached = sha256_cache_path(f);
+  ASSERT_FALSE(cached.empty());
+  ASSERT_TRUE(std::filesystem::exists(cached));
+  // The cached digest is used for the same file identity…
+  { std::ofstream(cached) << std::string(64, 'e') << "\n"; }
+  EXPECT_EQ(sha256_file(f), std::string(64, 'e'));
+  EXPECT_EQ(sha256_file(f, false), want);
+  // …and a changed file (size, mtime) is hashed again.
+  { std::ofstream(f) << "abcd"; }
+  EXPECT_EQ(sha256_file(f), sha256_hex("abcd", 4));
+  ::unsetenv("MINFER_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Selection, GlobsAndStepLists) {
@@ -201,6 +223,8 @@ TEST(Selection, GlobsAndStepLists) {
   EXPECT_FALSE(glob_match("blk.*.attn_*", "blk.12.ffn_up"));
   EXPECT_TRUE(glob_match("blk.?.ffn_*", "blk.3.ffn_down"));
   EXPECT_FALSE(glob_match("blk.?.ffn_*", "blk.13.ffn_down"));
+  EXPECT_TRUE(glob_match("blk.[12].attn_q", "blk.2.attn_q"));  // fnmatch sets
+  EXPECT_FALSE(glob_match("blk.[12].attn_q", "blk.3.attn_q"));
   NodeFilter f("blk.*.attn_*, logits", "test");
   EXPECT_TRUE(f.matches("logits"));
   EXPECT_TRUE(f.matches("blk.0.attn_norm"));

@@ -31,7 +31,10 @@ TEST_F(VizApi, Health) {
   json h = json::parse(r->body);
   EXPECT_TRUE(h["ok"].get<bool>());
   EXPECT_EQ(h["version"], MINFER_VERSION);
-  EXPECT_EQ(h["traces_dirs"], json({traces.path().string(), fresh_dir.path().string()}));
+  EXPECT_EQ(h["traces_dirs"], 2);
+  // No absolute paths of the server's machine in the answer.
+  EXPECT_EQ(r->body.find(traces.path().string()), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("/tmp"), std::string::npos) << r->body;
 }
 
 TEST_F(VizApi, ListsEveryTraceWithSummaryAndBrokenOnesWithTheirError) {

@@ -1,5 +1,5 @@
-// The server's small parts on their own: gzip codec, body cache, content negotiation,
-// validators and the list summary's error messages.
+// The server's small parts on their own: gzip codec (inflating through the recorder's capped
+// reader), body cache, content negotiation, validators and the list summary's error messages.
 #include <atomic>
 #include <thread>
 
@@ -52,16 +52,32 @@ TEST(GzipCodec, CorruptTruncatedAndOversizedInputsAreErrorsNamingTheSource) {
   std::string raw = random_bytes(100000, 3, 8);
   std::string gz = gzip_compress(raw);
   EXPECT_NE(error_of([&] { gzip_decompress(gz.substr(0, gz.size() / 2), "half.json.gz"); })
-                .find("half.json.gz: gzip:"),
+                .find("half.json.gz: truncated gzip data"),
             std::string::npos);
   std::string bad = gz;
   bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
   bad[bad.size() / 2 + 1] = static_cast<char>(bad[bad.size() / 2 + 1] ^ 0xAA);
-  EXPECT_NE(error_of([&] { gzip_decompress(bad, "flipped.gz"); }).find("flipped.gz"),
+  EXPECT_NE(error_of([&] { gzip_decompress(bad, "flipped.gz"); }).find("flipped.gz: corrupt gzip data"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { gzip_decompress(gz, "bomb.gz", 1000); }).find("inflates beyond 1000"),
+  EXPECT_NE(error_of([&] { gzip_decompress(gz, "bomb.gz", 1000); }).find("bomb.gz: the JSON text is larger than the limit of 1000"),
+            std::string::npos);
+  // Bytes after the gzip stream are not silently ignored (gzread would stop there).
+  EXPECT_NE(error_of([&] { gzip_decompress(gz + "garbage", "trailing.gz"); }).find("trailing.gz: unexpected bytes after the gzip data"),
             std::string::npos);
   EXPECT_FALSE(looks_gzipped("{\"format\""));
+}
+
+// The byte budget counts size(): a body must not hold more than that (a gzip buffer is
+// allocated for the worst case, about 4x what it ends up holding).
+TEST(BodyCache, HoldsNoMoreMemoryThanItCounts) {
+  BodyCache cache;
+  Body b = cache.get("k", [] {
+    std::string s(1 << 20, 'x');
+    s.resize(10);
+    return s;
+  });
+  EXPECT_EQ(cache.bytes(), 10u);
+  EXPECT_LT(b->capacity(), 1024u);
 }
 
 TEST(BodyCache, ComputesOncePerKeyEvenUnderConcurrency) {

@@ -1,5 +1,13 @@
 // Page speed of the web app in headless Chromium against minfer-viz (or --mock): time to the
 // first painted graph after navigation, step-change time, and JS heap. Prints JSON.
+// Step change, two measures:
+//   frame_ms: the main-thread cost of the frame that shows the new step — the step change is
+//     started at the top of a frame (in requestAnimationFrame) and timed until that frame's
+//     style, layout and paint are done (a task queued from the rAF callback runs after them).
+//     This is the "fits in one frame (16 ms)" figure. The inspector and the bottom tab follow
+//     in the next two frames: details_ms is their cost.
+//   to_next_paint_ms: from a step change at a random point of a frame to the next painted
+//     frame (the older measure): it includes waiting for vsync, so its floor is ~16.7 ms.
 //   node web/bench/page-speed.mjs [--traces DIR] [--trace NAME] [--steps N] [--mock]
 // Defaults: MINFER_TRACES or traces/, the largest trace there, 30 step changes.
 import { readdirSync, statSync } from 'node:fs';
@@ -38,18 +46,31 @@ try {
   const info = await page.evaluate(() => ({ steps: window.minferViz.steps(), nodes: window.minferViz.nodeCount() }));
   // Inspect a node so each step change also redraws the inspector (heatmap, histogram).
   await page.evaluate(() => { const v = window.minferViz; v.selectNode(Math.max(0, v.findNode('blk.0.attn_residual'))); });
+  if (await page.evaluate(() => typeof window.minferViz.allStepsLoaded === 'function'))
+    await page.waitForFunction(() => window.minferViz.allStepsLoaded(), null, { timeout: 120000 });
+  const allLoadedMs = await page.evaluate(() => Math.round(performance.getEntriesByName('minfer:all-steps-loaded')[0]?.startTime ?? -1));
   const times = await page.evaluate(async (n) => {
-    const v = window.minferViz, out = { toPaint: [], js: [], parts: {} };
+    const v = window.minferViz, out = { toPaint: [], frame: [], details: [], js: [], parts: {} };
     const nextPaint = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    const frame = (fn) => new Promise((r) => requestAnimationFrame(() => { const t0 = performance.now(); fn(); setTimeout(() => r(performance.now() - t0), 0); }));
+    const settle = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0)))));
     await nextPaint();
     for (let i = 0; i < n; i++) {
       const target = 1 + ((i * 7) % Math.max(1, v.steps() - 1));
-      const t0 = performance.now();
-      v.setStep(target);
+      out.frame.push(await frame(() => v.setStep(target)));
       out.js.push(v.lastStepMs());
       for (const [k, x] of Object.entries(v.lastStepParts())) (out.parts[k] ??= []).push(x);
+      await settle();
+      out.details.push(v.lastDetailsMs ? v.lastDetailsMs() : 0);
+    }
+    for (let i = 0; i < n; i++) {
+      const target = 1 + ((i * 5) % Math.max(1, v.steps() - 1));
+      await new Promise((r) => setTimeout(r, Math.random() * 16));
+      const t0 = performance.now();
+      v.setStep(target);
       await nextPaint();
       out.toPaint.push(performance.now() - t0);
+      await settle();
     }
     return out;
   }, nSteps);
@@ -59,8 +80,11 @@ try {
   console.log(JSON.stringify({
     server: server.kind, trace: name, trace_bytes: statSync(join(tracesDir, name)).size, steps: info.steps, graph_nodes: info.nodes,
     first_graph_paint_ms: { cold: loads[0]['graph-painted'], warm: loads[1]['graph-painted'] },
+    all_steps_loaded_ms: allLoadedMs >= 0 ? allLoadedMs : null,
     load_phases_ms_since_navigation: { cold: loads[0], warm: loads[1] },
-    step_change_ms: { median_to_paint: round(median(times.toPaint)), p95_to_paint: round(p95(times.toPaint)),
+    step_change_ms: { median_frame: round(median(times.frame)), p95_frame: round(p95(times.frame)),
+                      median_details_next_frames: round(median(times.details)), p95_details_next_frames: round(p95(times.details)),
+                      median_to_next_paint: round(median(times.toPaint)), p95_to_next_paint: round(p95(times.toPaint)),
                       median_js: round(median(times.js)), max_js: round(Math.max(...times.js)), samples: nSteps,
                       median_js_parts: Object.fromEntries(Object.entries(times.parts).map(([k, xs]) => [k, round(median(xs))])) },
     js_heap_mb: { used: round(heap.usedSize / 2 ** 20), total: round(heap.totalSize / 2 ** 20),
@@ -68,7 +92,7 @@ try {
                   array_buffers: heap.backingStorageSize === undefined ? null : round(heap.backingStorageSize / 2 ** 20),
                   embedder: heap.embedderHeapUsedSize === undefined ? null : round(heap.embedderHeapUsedSize / 2 ** 20),
                   performance_memory_used: perfMem === null ? null : round(perfMem / 2 ** 20) },
-    targets: { first_graph_paint_ms: 2000, step_change_ms: 50, js_heap_mb: 500 },
+    targets: { first_graph_paint_ms_cold: 1000, step_change_median_frame_ms: 16, js_heap_mb: 500 },
   }, null, 2));
 } finally {
   await closeBrowser(browser);

@@ -31,7 +31,7 @@ export function skipReason({ mock }) {
   return null;
 }
 
-export async function startServer({ mock, tracesDir }) {
+export async function startServer({ mock, tracesDir, extraArgs = [] }) {
   const port = await freePort();
   if (mock) {
     const { startMockServer } = await import('./mock-server.mjs');
@@ -39,7 +39,7 @@ export async function startServer({ mock, tracesDir }) {
     return { url: `http://127.0.0.1:${port}/`, stop: s.close, kind: 'MOCK server (fixtures)' };
   }
   const bin = resolve(ROOT, process.env.MINFER_VIZ ?? 'build/bin/minfer-viz');
-  const proc = spawn(bin, ['--port', String(port), '--traces', tracesDir, '--web', join(ROOT, 'web/dist')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['--port', String(port), '--traces', tracesDir, '--web', join(ROOT, 'web/dist'), ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stdout.on('data', (d) => { log += d; });
   proc.stderr.on('data', (d) => { log += d; });

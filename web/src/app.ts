@@ -1,6 +1,6 @@
 // The application: loads traces (server list, local file, drag and drop, deep links), owns the
 // state (step, node, metric, filters, playback) and tells the views what changed.
-import { fetchComparison, fetchTrace, listTraces } from './io/api';
+import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces } from './io/api';
 import { readLocalFile } from './io/read-file';
 import type { Comparison } from './model/compare';
 import { TraceError } from './model/errors';
@@ -18,7 +18,16 @@ import { header } from './views/header';
 import { toolbar } from './views/toolbar';
 import { Player } from './playback';
 import { TokensPanel } from './views/tokens-panel';
+import { PipelineView, stageDetails } from './views/pipeline-view';
+import type { Stage } from './model/pipeline';
 import { traceListView } from './views/trace-list';
+import { bottomSplitter } from './ui/splitter';
+import { readUrl, writeUrl, type UrlState } from './url-state';
+import { cancelRun, liveModels, runEvents, startRun, vocabTexts, type RunRequest } from './io/live';
+import { applyVocabulary, idsWithoutText } from './model/parse-v1';
+import { applyGraph, applyNode, applyStep, applyStepEnd, applyToken, liveTrace, type LiveStart } from './model/live-trace';
+import { LiveBanner } from './views/live-banner';
+import { runPanel } from './views/run-panel';
 
 type Tab = 'tokens' | 'timings' | 'kernels' | 'compare';
 
@@ -35,13 +44,21 @@ export class App {
   private tab: Tab = 'tokens';
   private domains = new Map<MetricId, [number, number]>();
   lastStepMs = 0;
+  private allLoaded = true;
   lastStepParts: Record<string, number> = {};
 
   private player = new Player((on) => this.updatePlayButton(on));
   private graphView = new GraphView((id) => this.selectNode(id));
   private inspector = new Inspector((id) => this.selectNode(id), () => this.back());
   private tokens = new TokensPanel((i) => this.setStep(i));
+  private tokensB = new TokensPanel((i) => this.setStep(i));
   private timings = new TimingsPanel((id) => this.selectNode(id));
+  private timingsB = new TimingsPanel((id) => this.selectNode(id));
+  private source: { trace: string | null; a: string | null; b: string | null } = { trace: null, a: null, b: null };
+  private initial: UrlState | null = null;
+  private view: 'ops' | 'pipeline' = 'ops';
+  private stage: Stage | null = null;
+  private pipeline = new PipelineView((s) => this.selectStage(s));
   private compare = new ComparePanel((s, n) => { this.setStep(s); if (n >= 0) { this.selectNode(n); this.graphView.centerOn(n); } });
   private fileInput = el('input', { type: 'file', accept: '.json,.gz,application/json,application/gzip', style: 'display:none' });
 
@@ -53,10 +70,13 @@ export class App {
   }
 
   async start(): Promise<void> {
-    const q = new URLSearchParams(location.search);
-    const a = q.get('a'), b = q.get('b'), t = q.get('trace');
+    const u = readUrl(location.search);
+    this.initial = u;
+    const { a, b, trace: t } = u;
     try {
-      if (a && b) await this.openComparison(a, b);
+      const live = new URLSearchParams(location.search).get('live');
+      if (live && /^\d+$/.test(live)) this.attachLive(Number(live));
+      else if (a && b) await this.openComparison(a, b);
       else if (t) await this.openServerTrace(t);
       else await this.showList();
     } catch (e) {
@@ -67,30 +87,153 @@ export class App {
   // ----- loading -------------------------------------------------------------------------
 
   private async showList(): Promise<void> {
+    this.closeLive();
     this.setBusy('loading the trace list…');
     let entries = null, err = null;
+    const models = liveModels();
     try { entries = await listTraces(); } catch (e) { err = (e as Error).message; }
+    const live = await models;
     clear(this.root);
-    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' }, traceListView(entries, err, () => this.fileInput.click())));
+    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' },
+      live && live.models.length ? runPanel(live, (r) => this.startLive(r)) : null,
+      traceListView(entries, err, () => this.fileInput.click())));
     this.setReady();
   }
 
+  // ----- live runs -----------------------------------------------------------------------
+
+  private live: { close: () => void } | null = null;
+  private follow = true;   // a live run: show each new step as it starts
+
+  private closeLive(): void {
+    this.live?.close();
+    this.live = null;
+  }
+
+  private async startLive(req: RunRequest): Promise<void> {
+    const run = await startRun(req);
+    history.replaceState(null, '', `${location.pathname}?live=${run.id}`);
+    this.attachLive(run.id);
+  }
+
+  // Shows run `id` as it happens: the graph appears with the first graph event, each step's
+  // nodes light up as the engine reports them, tokens arrive in the Tokens tab. Events only
+  // update the trace; the page redraws at most once per frame (a fast model sends thousands of
+  // node events a second).
+  private attachLive(id: number): void {
+    this.closeLive();
+    this.setBusy(`waiting for run ${id}…`);
+    let trace: ReturnType<typeof liveTrace> | null = null;
+    let shown = false, queued = false, lastDomains = 0, lastTokens = 0, saved = '', lastNode = -1, progress = '';
+    let newSteps = false, newTokens = false, shownStep = -1;   // shownStep: the newest finished step
+    const banner = new LiveBanner(() => { void cancelRun(); });
+    const flush = () => {
+      queued = false;
+      if (!trace || !shown || this.trace !== trace) return;
+      const now = performance.now();
+      if (newSteps) {
+        newSteps = false;
+        const slider = document.getElementById('step-slider') as HTMLInputElement | null;
+        if (slider) slider.max = String(trace.steps.length - 1);
+      }
+      // Following the run shows the newest finished step: a step's nodes are reported after it
+      // ran, so the running step would be blank (or half lit, on a fast model).
+      if (this.follow && shownStep >= 0 && shownStep !== this.step) this.setStep(shownStep, true);
+      if (newTokens && now - lastTokens > 250) {
+        newTokens = false; lastTokens = now;
+        this.tokens.setTrace(trace);
+        if (this.step === trace.steps.length - 1) this.refreshTab();
+      } else if (newTokens) schedule();
+      if (now - lastDomains > 300) { this.domains.clear(); lastDomains = now; }
+      if (lastNode >= 0) this.graphView.mark(trace.complete ? [] : [lastNode]);
+      this.restyle();
+      banner.progress(progress);
+    };
+    const schedule = () => { if (!queued) { queued = true; requestAnimationFrame(flush); } };
+    const close = runEvents(id, (type, d) => {
+      if (type === 'start') { trace = liveTrace(d as unknown as LiveStart); saved = String(d.trace); document.body.dataset.live = 'running'; return; }
+      if (!trace) return;
+      if (shown && this.trace !== trace) return;   // the user opened something else
+      switch (type) {
+        case 'graph':
+          applyGraph(trace, d);
+          if (!shown) { shown = true; this.follow = true; this.source = { trace: null, a: null, b: null }; this.show(trace, null, null, banner.root); }
+          break;
+        case 'step': {
+          const s = applyStep(trace, d);
+          newSteps = true;
+          progress = `run ${id} → ${saved}: step ${s.index} (${s.phase}, ${s.tokens.length} token(s) in)`;
+          document.body.dataset.liveStep = String(s.index);
+          break;
+        }
+        case 'node':
+          lastNode = applyNode(trace, d);
+          break;
+        case 'token':
+          applyToken(trace, d);
+          newTokens = true;
+          break;
+        case 'step_end':
+          applyStepEnd(trace, d);
+          shownStep = Number(d.step);
+          break;
+        case 'done': {
+          trace.complete = true;
+          newTokens = true; lastTokens = 0;
+          const msg = `${d.cancelled ? 'Cancelled' : 'Done'}: ${d.steps} step(s), ${d.generated} token(s) generated; saved as ${saved}`;
+          progress = msg;
+          listTraces().then((list) => banner.done(msg, saved, list.filter((e) => !e.error && e.name !== saved)))
+            .catch(() => banner.done(msg, saved, []))
+            .finally(() => { document.body.dataset.live = 'done'; });
+          break;
+        }
+        case 'error':
+          banner.failed(String(d.message));
+          document.body.dataset.live = 'error';
+          return;
+      }
+      schedule();
+    }, (msg) => { banner.failed(msg); document.body.dataset.live = 'error'; });
+    this.live = { close };
+  }
+
   private async openServerTrace(name: string): Promise<void> {
+    this.closeLive();
     this.setBusy(`loading ${name}…`);
-    this.show(await fetchTrace(name), null, null);
+    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0);
+    this.source = { trace: name, a: null, b: null };
+    this.allLoaded = !p.sliced;
+    this.show(p.trace, null, null);
+    if (!p.sliced) return;
+    const trace = p.trace;
+    void p.loadRest((k) => {
+      if (this.trace !== trace) return;
+      if (k === this.step) { this.restyle(); this.deferDetails(); }
+    }).then(() => {
+      if (this.trace !== trace) return;
+      this.allLoaded = true;
+      this.domains.clear();       // colour ranges are over all steps: now they are all here
+      this.restyle();
+      this.tokens.setTrace(trace);
+      this.refreshTab();
+    }).catch((e) => this.showError((e as Error).message));
   }
 
   private async openComparison(a: string, b: string): Promise<void> {
     this.setBusy(`loading ${a} and ${b} and their comparison…`);
     const [ta, tb, cmp] = await Promise.all([fetchTrace(a), fetchTrace(b), fetchComparison(a, b)]);
+    this.source = { trace: null, a, b };
     this.show(ta, tb, cmp);
   }
 
   async openFile(f: File): Promise<void> {
+    this.closeLive();
     this.setBusy(`reading ${f.name}…`);
     try {
       const trace = parseTraceText(await readLocalFile(f), f.name);
       history.replaceState(null, '', location.pathname);
+      this.source = { trace: null, a: null, b: null };
+      this.initial = null;
       this.show(trace, null, null);
     } catch (e) {
       // A TraceError already starts with the file name.
@@ -114,7 +257,18 @@ export class App {
 
   // ----- the trace view ------------------------------------------------------------------
 
-  private show(trace: Trace, traceB: Trace | null, cmp: Comparison | null): void {
+  // Version-1 top-k entries have no text: the server's copy of the model (--model) has it.
+  private async fillVocabulary(trace: Trace): Promise<void> {
+    const ids = idsWithoutText(trace);
+    const texts = await vocabTexts(trace.meta.modelFile, ids);
+    if (!texts || this.trace !== trace) return;
+    applyVocabulary(trace, texts);
+    this.tokens.setTrace(trace);
+    this.refreshTab();
+    if (!trace.warnings.some((w) => /shown as #id/.test(w))) document.querySelectorAll('.warnings .warning').forEach((w) => { if (/shown as #id/.test(w.textContent ?? '')) w.remove(); });
+  }
+
+  private show(trace: Trace, traceB: Trace | null, cmp: Comparison | null, banner: HTMLElement | null = null): void {
     this.player.stop();
     this.trace = trace; this.traceB = traceB; this.cmp = cmp;
     this.domains.clear();
@@ -123,14 +277,24 @@ export class App {
     this.step = cmp?.firstDivergent?.step ?? 0;
     this.metric = cmp ? 'error' : 'absmax';
     this.tab = cmp ? 'compare' : 'tokens';
+    const want = this.initial;
+    this.initial = null;
+    if (want?.step !== null && want?.step !== undefined && want.step < trace.steps.length) this.step = want.step;
     clear(this.root);
     const warnings = el('div', { class: 'warnings' }, ...trace.warnings.map((w) => el('div', { class: 'warning', text: w })));
     if (traceB) for (const w of traceB.warnings) warnings.append(el('div', { class: 'warning', text: `B: ${w}` }));
+    this.view = want?.view ?? this.view;
+    this.stage = null;
     const main = el('main', { class: 'trace-view' },
-      el('div', { class: 'graph-pane' }, cmp ? this.compare.banner : null, this.graphView.root), this.inspector.root);
-    this.root.append(header(trace, traceB, () => this.fileInput.click()), warnings, this.toolbar(), main, this.bottom());
+      el('div', { class: 'graph-pane' }, cmp ? this.compare.banner : banner, this.graphView.legendHost, this.graphView.root, this.pipeline.root), this.inspector.root);
+    this.applyView();
+    const bottom = this.bottom();
+    const splitter = bottomSplitter(bottom, () => this.graphView.cull());
+    this.root.append(header(trace, traceB, () => this.fileInput.click()), warnings, this.toolbar(), main, splitter, bottom);
     this.graphView.setGraph(this.graphOf(this.step));
     this.tokens.setTrace(trace);
+    if (traceB) this.tokensB.setTrace(traceB);
+    if (trace.version === 1) void this.fillVocabulary(trace);
     if (cmp && traceB) {
       this.compare.setComparison(trace, traceB, cmp);
       if (cmp.firstDivergent) this.graphView.mark([cmp.firstDivergent.node]);
@@ -140,6 +304,8 @@ export class App {
       this.graphView.fit(true);
       this.setStep(this.step, true);
       if (cmp?.firstDivergent) { this.selectNode(cmp.firstDivergent.node); this.graphView.centerOn(cmp.firstDivergent.node); }
+      const id = want?.node ? this.graphOf(this.step).nodes.findIndex((n) => n.name === want.node) : -1;
+      if (id >= 0) { this.selectNode(id); this.graphView.centerOn(id); }
       this.setReady();
       // The frame after this one shows the graph: the page-speed benchmark reads this mark.
       requestAnimationFrame(() => performance.mark('minfer:graph-painted'));
@@ -156,6 +322,7 @@ export class App {
     if (!t || t.steps.length === 0) return;
     i = Math.max(0, Math.min(t.steps.length - 1, i));
     if (i === this.step && !force) return;
+    if (!force) this.follow = i >= t.steps.length - 2;   // a live run keeps showing new steps while at (one of) the last
     const t0 = performance.now();
     this.step = i;
     const step = t.steps[i];
@@ -164,6 +331,7 @@ export class App {
     const lap = (k: string) => { const now = performance.now(); parts[k] = now - tp; tp = now; };
     const redrawn = this.graphView.setGraph(this.graphOf(i));
     if (redrawn) this.graphView.fit(true);
+    this.pipeline.setGraph(this.graphOf(i));
     lap('graph');
     this.restyle();
     lap('restyle');
@@ -172,13 +340,13 @@ export class App {
     const label = document.getElementById('step-label');
     if (label) label.textContent = `step ${i} / ${t.steps.length - 1} · ${step.phase} · ${step.tokens.length} token(s) in · ${fmtMs(step.timeMs)}` +
         (step.nodesSkipped ? ' · nodes not recorded in this step' : '');
-    this.refreshTab();
-    lap('tab');
-    if (this.node !== null) this.renderInspector();
-    lap('inspector');
+    // The graph (or pipeline) changes in this frame; the inspector and the bottom tab follow in
+    // the next two frames, so no frame does all the work (a held arrow key stays smooth).
+    this.deferDetails();
     this.lastStepMs = performance.now() - t0;
     this.lastStepParts = parts;
     document.body.dataset.step = String(i);
+    this.saveUrl();
   }
 
   private restyle(): void {
@@ -202,7 +370,8 @@ export class App {
         noOutput: !!rec?.noOutput,
       });
     }
-    this.graphView.restyle(styles);
+    if (this.view === 'ops') this.graphView.restyle(styles);
+    else this.pipeline.update(step, styles);
     const legendKey = `${this.metric}|${this.domains.get(this.metric)!.join(',')}`;
     if (this.graphView.legendHost.dataset.key !== legendKey) {
       clear(this.graphView.legendHost);
@@ -218,6 +387,67 @@ export class App {
     this.graphView.select(id);
     this.renderInspector();
     document.body.dataset.node = String(id);
+    this.saveUrl();
+  }
+
+  private detailsFrame = 0;
+  lastDetailsMs = 0;
+
+  private deferDetails(): void {
+    cancelAnimationFrame(this.detailsFrame);
+    const stepAt = this.step;
+    this.detailsFrame = requestAnimationFrame(() => {
+      const t0 = performance.now();
+      if (this.view === 'pipeline' && this.stage) this.renderStage();
+      else if (this.node !== null) this.renderInspector();
+      const t1 = performance.now();
+      this.detailsFrame = requestAnimationFrame(() => {
+        const t2 = performance.now();
+        if (this.step === stepAt) this.refreshTab();
+        this.lastDetailsMs = t1 - t0 + performance.now() - t2;
+        document.body.dataset.detailsStep = String(stepAt);
+      });
+    });
+  }
+
+  private saveUrl(): void {
+    if (!this.trace || (!this.source.trace && !this.source.a)) return;
+    const node = this.node === null ? null : this.graphOf(this.step).nodes[this.node]?.name ?? null;
+    writeUrl({ ...this.source, step: this.step, node, view: this.view });
+  }
+
+  // ----- operators / pipeline ------------------------------------------------------------
+
+  setView(v: 'ops' | 'pipeline'): void {
+    if (v === this.view) return;
+    this.view = v;
+    this.applyView();
+    document.querySelectorAll('.view-btn').forEach((b) => b.classList.toggle('on', (b as HTMLElement).dataset.view === v));
+    if (this.trace) { this.restyle(); if (v === 'ops') { this.graphView.cull(); if (this.node !== null) this.renderInspector(); } }
+    this.saveUrl();
+  }
+
+  private applyView(): void {
+    this.graphView.root.style.display = this.view === 'ops' ? '' : 'none';
+    this.pipeline.root.style.display = this.view === 'pipeline' ? '' : 'none';
+    if (this.trace) this.pipeline.setGraph(this.graphOf(this.step));
+    document.body.dataset.view = this.view;
+  }
+
+  private selectStage(s: Stage): void {
+    this.stage = s;
+    this.renderStage();
+  }
+
+  private renderStage(): void {
+    const g = this.graphOf(this.step), s = this.stage!;
+    // The same stage in this step's graph (prefill and decode graphs differ in shapes only).
+    const cur = this.pipeline.stages ? [...this.pipeline.stages.byNode.values(), ...this.pipeline.stages.tail].find((x) => x.key === s.key) ?? s : s;
+    this.inspector.custom(stageDetails(g, cur, this.trace!.steps[this.step], (id) => {
+      this.setView('ops');
+      this.selectNode(id);
+      this.graphView.centerOn(id);
+    }));
   }
 
   back(): void {
@@ -287,6 +517,7 @@ export class App {
     else if (k === 'Backspace') this.back();
     else if (k === '/') { document.getElementById('search')?.focus(); }
     else if (k === 'f') this.graphView.fit();
+    else if (k === 'p') this.setView(this.view === 'ops' ? 'pipeline' : 'ops');
     else return;
     e.preventDefault();
   }
@@ -297,9 +528,10 @@ export class App {
 
   private toolbar(): HTMLElement {
     return toolbar(
-      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp },
+      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp, view: this.view },
       {
         setStep: (i) => this.setStep(i),
+        setView: (v) => this.setView(v),
         stepBy: (d) => this.setStep(this.step + d),
         togglePlay: () => this.togglePlay(),
         setSpeed: (x) => { this.speed = x; this.restartPlay(); },
@@ -333,13 +565,33 @@ export class App {
   private refreshTab(): void {
     const body = document.getElementById('tab-body');
     if (!body || !this.trace) return;
-    const want = this.tab === 'tokens' ? this.tokens.root : this.tab === 'timings' ? this.timings.root : this.tab === 'kernels' ? this.timings.kernelsRoot : this.compare.root;
-    if (body.firstChild !== want) { clear(body); body.append(want); }
+    const b = this.traceB;
+    // In comparison mode the tokens, timings and timeline tabs show A above B.
+    const pick = (which: 'A' | 'B'): HTMLElement => {
+      const tok = which === 'A' ? this.tokens : this.tokensB, tim = which === 'A' ? this.timings : this.timingsB;
+      return this.tab === 'tokens' ? tok.root : this.tab === 'timings' ? tim.root : tim.kernelsRoot;
+    };
+    const want: HTMLElement[] = this.tab === 'compare' ? [this.compare.root] : b ? [pick('A'), pick('B')] : [pick('A')];
+    const key = `${this.tab}|${b ? 2 : 1}`;
+    if (body.dataset.key !== key) {
+      clear(body);
+      body.dataset.key = key;
+      if (want.length === 1) body.append(want[0]);
+      else body.append(...want.map((w, i) => el('div', { class: 'ab-block', 'data-run': i ? 'B' : 'A' },
+        el('div', { class: 'ab-label', text: i ? `B: ${b!.name} (${b!.meta.matmulPath || b!.meta.backend})` : `A: ${this.trace!.name} (${this.trace!.meta.matmulPath || this.trace!.meta.backend})` }), w)));
+    }
     const step = this.trace.steps[this.step];
     if (!step) return;
-    if (this.tab === 'timings' || this.tab === 'kernels') this.timings.update(this.trace, step);
-    if (this.tab === 'compare' && this.cmp && this.traceB) this.compare.update(this.trace, this.traceB, this.cmp, this.step);
-    if (this.tab === 'tokens') this.tokens.update(this.trace, this.step);
+    const stepB = b?.steps[this.step];
+    if (this.tab === 'timings' || this.tab === 'kernels') {
+      this.timings.update(this.trace, step);
+      if (b && stepB) this.timingsB.update(b, stepB);
+    }
+    if (this.tab === 'compare' && this.cmp && b) this.compare.update(this.trace, b, this.cmp, this.step);
+    if (this.tab === 'tokens') {
+      this.tokens.update(this.trace, this.step);
+      if (b) this.tokensB.update(b, this.step);
+    }
   }
 
   // ----- status --------------------------------------------------------------------------
@@ -370,9 +622,13 @@ export class App {
       selectNode: (id: number) => this.selectNode(id),
       lastStepMs: () => this.lastStepMs,
       lastStepParts: () => this.lastStepParts,
+      lastDetailsMs: () => this.lastDetailsMs,
+      allStepsLoaded: () => this.allLoaded,
       steps: () => this.trace?.steps.length ?? 0,
       nodeCount: () => this.graphView.nodeCount,
       findNode: (name: string) => this.graphOf(this.step).nodes.find((n) => n.name === name)?.id ?? -1,
+      graphCoverage: () => this.graphView.coverage(),
+      nodeText: (id: number) => this.graphView.nodeText(id),
     };
   }
 }

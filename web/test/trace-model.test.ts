@@ -67,28 +67,74 @@ describe('version 2', () => {
   });
 });
 
-describe('version 1', () => {
-  const t = parseTrace(makeV1Trace({ seed: 3, decodeSteps: 3 }), 'old.json');
-  it('normalizes into the same model', () => {
+describe('version 1 (upstream minfer)', () => {
+  const doc = makeV1Trace({ seed: 3, decodeSteps: 3 });
+  const t = parseTrace(doc, 'old.json');
+  const decode = t.graphs.get('decode')!.nodes;
+  const byName = (nodes: typeof decode, name: string) => nodes.find((n) => n.name === name)!;
+  it('reads top-level model and prompt', () => {
     expect(t.version).toBe(1);
+    expect(t.meta.modelFile).toBe('qwen2.5-0.5b-instruct-q8_0.gguf');
+    expect(t.meta.prompt).toBe(doc.prompt);
     expect(t.steps.length).toBe(4);
     expect([...t.graphs.keys()]).toEqual(['prefill', 'decode']);
-    const nodes = t.graphs.get('decode')!.nodes;
-    const node = nodes.find((n) => n.name === 'blk.2.attn_q')!;
-    expect(node.layer).toBe(2);
-    const rec = t.steps[2].records.get(node.id)!;
+  });
+  it('takes the layer from meta.layer and the weight from meta.weight / meta.wtype', () => {
+    const q = byName(decode, 'matmul_blk.2.attn_q.weight');
+    expect(q.layer).toBe(2);
+    expect(q.weight).toBe('blk.2.attn_q.weight');
+    expect(q.weightType).toBe('Q8_0');
+    expect(t.meta.weightTypes.ffn_down).toBe('Q6_K');
+    // a node without the layer in its name still lands in its layer row
+    const resid = decode.find((n) => n.op === 'add' && n.layer === 1);
+    expect(resid).toBeDefined();
+    expect(resid!.name).toMatch(/^add_\d+$/);
+  });
+  it('turns ggml-order shapes into tokens × features', () => {
+    const prefill = t.graphs.get('prefill')!;
+    expect(prefill.nTokens).toBe(7);
+    expect(byName(prefill.nodes, 'matmul_blk.0.attn_q.weight').shape).toEqual([7, 64]);
+    expect(byName(prefill.nodes, 'token_ids').shape).toEqual([7, 1]);
+    expect(byName(decode, 'matmul_blk.0.attn_q.weight').shape).toEqual([1, 64]);
+    expect(decode[decode.length - 1].shape).toEqual([1, 151936]);
+  });
+  it('reads logits_top as [token_id, prob] pairs and aligns tokens: a step\'s token is its input', () => {
+    const s1 = t.steps[1], s2 = t.steps[2];
+    expect(s1.tokens[0].id).toBe(doc.phases[1].steps[0].token);
+    expect(s1.logits!.top[0].p).toBe(doc.phases[1].steps[0].logits_top[0][1]);
+    // what step 1 produced is step 2's input
+    expect(s1.logits!.chosen).toBe(s2.tokens[0].id);
+    expect(s1.logits!.chosenText).toBe(s2.tokens[0].text);
+    // the prefill has no input token in v1; what it produced is decode step 1's input
+    expect(t.steps[0].tokens).toEqual([]);
+    expect(t.steps[0].logits!.chosen).toBe(s1.tokens[0].id);
+    // the last step's output is not in the file
+    expect(t.steps[3].logits!.chosen).toBeNull();
+    // top-k entries carry no text: #id until a vocabulary fills them in
+    expect(t.steps[3].logits!.top.some((x) => /^#\d+$/.test(x.text))).toBe(true);
+  });
+  it('builds grids from strided samples', () => {
+    const q = byName(decode, 'matmul_blk.2.attn_q.weight');
+    const rec = t.steps[2].records.get(q.id)!;
     expect(rec.grid!.flattened).toBe(false);   // stride divides the width: an exact grid
     // ffn_up: 64 samples at stride 2 of a 176-wide row do not tile it, so they stay flattened
-    expect(t.steps[2].records.get(nodes.find((n) => n.name === 'blk.2.ffn_up')!.id)!.grid!.flattened).toBe(true);
+    expect(t.steps[2].records.get(byName(decode, 'matmul_blk.2.ffn_up.weight').id)!.grid!.flattened).toBe(true);
     expect(rec.hist!.derived).toBe(true);
     expect(rec.hist!.counts.reduce((a, b) => a + b, 0)).toBe(rec.grid!.values.length);
-    expect(t.steps[2].tokens[0].id).toBe(t.steps[1].logits!.chosen);
+    // the fused-away silu has no record
+    expect(t.steps[2].records.has(decode.find((n) => n.op === 'silu')!.id)).toBe(false);
   });
   it('agrees with version 2 of the same run', () => {
-    const v2 = parseTrace(makeV2Trace({ seed: 3, decodeSteps: 3, gridRows: 1 }), 'b.json');
+    const v2 = parseTrace(makeV2Trace({ seed: 3, decodeSteps: 3, gridRows: 64 }), 'b.json');
     const id = v2.graphs.get('decode')!.nodes.find((n) => n.name === 'blk.1.attn_residual')!.id;
     expect(t.steps[3].records.get(id)!.stats!.absmean).toBe(v2.steps[3].records.get(id)!.stats!.absmean);
     expect(Array.from(t.steps[3].records.get(id)!.grid!.values)).toEqual(Array.from(v2.steps[3].records.get(id)!.grid!.values));
+    expect(t.steps[3].tokens[0].id).toBe(v2.steps[3].tokens[0].id);
+  });
+  it('names the field of a malformed pair', () => {
+    const bad = JSON.parse(JSON.stringify(doc));
+    bad.phases[1].steps[0].logits_top[0] = [5];
+    expect(() => parseTrace(bad, 'x.json')).toThrow(/phases\[1\]\.steps\[0\]\.logits_top\[0\]: expected \[token_id, prob\]/);
   });
 });
 

@@ -1,6 +1,7 @@
 // Client of the minfer-viz JSON API (viz-server/). Errors carry the server's message.
 import { parseComparison, type Comparison } from '../model/compare';
 import { parseTraceText } from '../model/parse';
+import { fillStepSlice } from '../model/parse-v2';
 import type { Trace } from '../model/types';
 import { bytesToText } from './read-file';
 
@@ -45,4 +46,43 @@ export async function fetchTrace(name: string): Promise<Trace> {
 export async function fetchComparison(a: string, b: string): Promise<Comparison> {
   const url = `api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`;
   return parseComparison(await (await get(url)).json(), `comparison of ${a} and ${b}`);
+}
+
+// Sliced loading (large traces): the index (everything but the per-step node records) and the
+// first step to show, so the page paints at once; loadRest() then fetches the other steps in
+// the background. Falls back to the whole file when the server has no slices for this trace
+// (a version-1 file, an older server).
+export interface ProgressiveTrace { trace: Trace; sliced: boolean; loadRest(onStep: (k: number) => void): Promise<void> }
+
+export async function fetchTraceProgressive(name: string, firstStep: number): Promise<ProgressiveTrace> {
+  const base = `api/slices/${encodeURIComponent(name)}`;
+  let r: Response | null = null;
+  try { r = await fetch(`${base}/index`); } catch { r = null; }
+  if (!r || !r.ok) return { trace: await fetchTrace(name), sliced: false, loadRest: async () => {} };
+  const trace = parseTraceText(await r.text(), name);
+  performance.mark('minfer:fetched');
+  const first = Math.max(0, Math.min(trace.steps.length - 1, firstStep));
+  const fetchStep = async (k: number) => {
+    const body = await (await get(`${base}/steps/${k}`)).json();
+    fillStepSlice(trace, body, `${name} step ${k}`);
+  };
+  if (trace.steps[first]?.pending) await fetchStep(first);
+  performance.mark('minfer:parsed');
+  return {
+    trace, sliced: true,
+    async loadRest(onStep) {
+      // Nearest steps first (the user is likely to move there), a few requests in flight.
+      const order = trace.steps.filter((s) => s.pending).map((s) => s.index).sort((a, b) => Math.abs(a - first) - Math.abs(b - first));
+      let next = 0;
+      const worker = async () => {
+        while (next < order.length) {
+          const k = order[next++];
+          await fetchStep(k);
+          onStep(k);
+        }
+      };
+      await Promise.all([worker(), worker(), worker()]);
+      performance.mark('minfer:all-steps-loaded');
+    },
+  };
 }

@@ -8,9 +8,10 @@ export function makeGraph(id: string, phase: string, nTokens: number, fused: boo
   return { id, phase, nTokens, fused, nodes, consumers };
 }
 
-// "blk.12.attn_q" → 12; names outside the blocks → -1.
+// "blk.12.attn_q" → 12, also inside upstream names ("matmul_blk.12.attn_q.weight");
+// names outside the blocks → -1.
 export function layerFromName(name: string): number {
-  const m = /^blk\.(\d+)\./.exec(name);
+  const m = /(?:^|[^a-zA-Z0-9])blk\.(\d+)\./.exec(name);
   return m ? Number(m[1]) : -1;
 }
 
@@ -18,13 +19,15 @@ export function layerFromName(name: string): number {
 export type NodePath = 'attention' | 'ffn' | 'kv' | 'other';
 
 export function nodePath(n: GraphNode): NodePath {
-  const short = n.name.replace(/^blk\.\d+\./, '');
-  if (n.op === 'kv_store' || /^kv|_cache/.test(short)) return 'kv';
-  if (/^(attn|q_|k_|v_)/.test(short) || n.op === 'rope' || n.op === 'attention') return 'attention';
-  if (/^ffn/.test(short) || n.op === 'swiglu' || n.op === 'silu') return 'ffn';
+  const short = shortName(n);
+  if (n.op === 'kv_store' || /(^|_)kv|_cache/.test(short)) return 'kv';
+  if (/(^|_)(attn|q_|k_|v_)/.test(short) || n.op === 'rope' || n.op === 'attention') return 'attention';
+  if (/(^|_)ffn/.test(short) || n.op === 'swiglu' || n.op === 'silu') return 'ffn';
   return 'other';
 }
 
+// The name without its layer prefix: "blk.3.attn_q" → "attn_q",
+// "matmul_blk.3.attn_q.weight" (upstream v1) → "matmul_attn_q".
 export function shortName(n: GraphNode): string {
-  return n.name.replace(/^blk\.\d+\./, '');
+  return n.name.replace(/^blk\.\d+\./, '').replace(/^(\w+?)_blk\.\d+\.(.*?)(\.weight)?$/, '$1_$2');
 }

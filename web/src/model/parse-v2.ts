@@ -22,7 +22,7 @@ export function parseV2(c: Checker, root: Obj, name: string): Trace {
   return { name, version: 2, complete, meta, graphs, steps, timings, warnings };
 }
 
-function parseMeta(c: Checker, m: Obj): TraceMeta {
+export function parseMeta(c: Checker, m: Obj): TraceMeta {
   const model = c.obj(m.model ?? {}, 'meta.model');
   const wt: Record<string, string> = {};
   for (const [k, v] of Object.entries(c.obj(model.weight_types ?? {}, 'meta.model.weight_types')))
@@ -43,7 +43,7 @@ function parseMeta(c: Checker, m: Obj): TraceMeta {
   };
 }
 
-function parseGraph(c: Checker, g: Obj, path: string): TraceGraph {
+export function parseGraph(c: Checker, g: Obj, path: string): TraceGraph {
   const id = c.str(g.id, `${path}.id`);
   const nodes = c.arr(g.nodes, `${path}.nodes`).map((n, i) => parseNode(c, c.obj(n, `${path}.nodes[${i}]`), `${path}.nodes[${i}]`, i));
   for (const n of nodes)
@@ -77,15 +77,11 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
   const graphId = c.str(s.graph, `${path}.graph`);
   const graph = graphs.get(graphId);
   if (!graph) c.fail(`${path}.graph`, `no graph with id "${graphId}" (have: ${[...graphs.keys()].join(', ')})`);
-  const records = new Map<number, NodeRecord>();
-  c.arr(s.nodes ?? [], `${path}.nodes`).forEach((r, i) => {
-    const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
-    const rec = fast ?? parseRecord(c, c.obj(r, `${path}.nodes[${i}]`), `${path}.nodes[${i}]`);
-    if (rec.id < 0 || rec.id >= graph.nodes.length)
-      c.fail(`${path}.nodes[${i}].id`, `node ${rec.id} is not in graph "${graphId}" (${graph.nodes.length} nodes)`);
-    records.set(rec.id, rec);
-  });
+  // A sliced index (/api/slices/NAME/index) has nodes: null; the step's slice fills it later.
+  const pending = s.nodes === null;
+  const records = pending ? new Map<number, NodeRecord>() : parseRecords(c, s.nodes ?? [], `${path}.nodes`, graph);
   return {
+    pending,
     index: c.int(s.index, `${path}.index`),
     phase: c.optStr(s.phase, `${path}.phase`) ?? graph.phase,
     graphId,
@@ -98,8 +94,38 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
     records,
     nodesSkipped: s.nodes_skipped === true,
     logits: s.logits ? parseLogits(c, c.obj(s.logits, `${path}.logits`), `${path}.logits`) : null,
-    kernels: c.arr(s.kernels ?? [], `${path}.kernels`).map((k, i) => parseKernel(c, c.obj(k, `${path}.kernels[${i}]`), `${path}.kernels[${i}]`)),
+    kernels: parseKernels(c, s.kernels ?? [], `${path}.kernels`),
   };
+}
+
+function parseRecords(c: Checker, nodes: unknown, path: string, graph: TraceGraph): Map<number, NodeRecord> {
+  const records = new Map<number, NodeRecord>();
+  c.arr(nodes, path).forEach((r, i) => {
+    const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
+    const rec = fast ?? parseRecord(c, c.obj(r, `${path}[${i}]`), `${path}[${i}]`);
+    if (rec.id < 0 || rec.id >= graph.nodes.length)
+      c.fail(`${path}[${i}].id`, `node ${rec.id} is not in graph "${graph.id}" (${graph.nodes.length} nodes)`);
+    records.set(rec.id, rec);
+  });
+  return records;
+}
+
+function parseKernels(c: Checker, ks: unknown, path: string): Kernel[] {
+  return c.arr(ks, path).map((k, i) => parseKernel(c, c.obj(k, `${path}[${i}]`), `${path}[${i}]`));
+}
+
+// Fills a pending step from its slice {"step": K, "nodes": […], "kernels": […]}.
+export function fillStepSlice(trace: Trace, json: unknown, source: string): number {
+  const c = new Checker(source);
+  const o = c.obj(json, '(slice)');
+  const k = c.int(o.step, 'step');
+  const step = trace.steps[k];
+  if (!step) c.fail('step', `step ${k} is not in the trace (${trace.steps.length} steps)`);
+  const graph = trace.graphs.get(step.graphId)!;
+  step.records = parseRecords(c, o.nodes ?? [], `steps[${k}].nodes`, graph);
+  step.kernels = parseKernels(c, o.kernels ?? [], `steps[${k}].kernels`);
+  step.pending = false;
+  return k;
 }
 
 // The bulk of a trace is node records: read well-formed ones without building JSON paths, and

@@ -81,6 +81,7 @@ export interface Step {
   tokens: Token[];          // input tokens of the step
   timeMs: number | null;
   records: Map<number, NodeRecord>;
+  pending?: boolean;        // sliced loading: the step's records have not arrived yet
   nodesSkipped: boolean;    // the recorder was told not to record nodes in this step
   logits: Logits | null;
   kernels: Kernel[];

@@ -1,4 +1,5 @@
-// The page header: the trace(s) shown and one line of run metadata, with units.
+// The page header: the trace(s) shown and one line of run metadata, with units. The line is
+// clipped to the window; hovering shows all of it (with the prompt), clicking expands it.
 import type { Trace } from '../model/types';
 import { el } from '../ui/dom';
 import { fmtNum } from '../ui/format';
@@ -10,13 +11,21 @@ export function header(a: Trace | null, b: Trace | null, openFile: () => void): 
   if (a) {
     const m = a.meta, hp = m.hparams as Record<string, number>;
     const tm = a.timings as Record<string, number> | null;
-    h.append(el('span', { class: 'trace-name', text: b ? `A: ${a.name}  ↔  B: ${b.name}` : a.name }),
-      el('span', { class: 'meta', text: [
+    const parts = [
         m.modelFile || m.modelName, m.architecture && hp.n_layer ? `${m.architecture}, ${hp.n_layer} layers × ${hp.n_embd} wide` : '',
         m.backend && `${m.backend}${m.device ? ` (${m.device})` : ''}`, m.matmulPath && `matmul path ${m.matmulPath}${b ? ` vs ${b.meta.matmulPath}` : ''}`,
-        `${a.steps.length} steps`, `v${a.version}`,
+        a.steps.length ? `${a.steps.length} steps` : '', `v${a.version}`,
         tm?.prefill_tok_s ? `prefill ${fmtNum(tm.prefill_tok_s, 3)} tokens/s` : '', tm?.decode_tok_s ? `decode ${fmtNum(tm.decode_tok_s, 3)} tokens/s` : '',
-      ].filter(Boolean).join(' · ') }));
+      ].filter(Boolean);
+    const full = [...parts, m.prompt && `prompt: ${JSON.stringify(m.prompt)}`, b ? `B: ${b.meta.modelFile || b.meta.modelName} · ${b.meta.backend} · ${b.meta.matmulPath}` : ''].filter(Boolean);
+    const meta = el('span', { class: 'meta', text: parts.join(' · '), title: `${full.join('\n')}\n(click to expand or fold)`, role: 'button', tabindex: 0 });
+    const toggle = () => {
+      const open = h.classList.toggle('expanded');
+      meta.textContent = open ? full.join(' · ') : parts.join(' · ');
+    };
+    meta.addEventListener('click', toggle);
+    meta.addEventListener('keydown', (e) => { if (e.key === 'Enter') toggle(); });
+    h.append(el('span', { class: 'trace-name', text: b ? `A: ${a.name}  ↔  B: ${b.name}` : a.name, title: b ? `A: ${a.name}\nB: ${b.name}` : a.name }), meta);
   }
   h.append(el('span', { class: 'spacer' }), el('a', { href: './', class: 'nav', text: 'all traces' }), open);
   return h;

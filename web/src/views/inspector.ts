@@ -31,6 +31,13 @@ export class Inspector {
       el('p', { text: 'Click a node in the graph (or use ← / → to walk the nodes in execution order) to see its statistics, value heatmap, histogram and neighbours.' })));
   }
 
+  // Other content (a pipeline stage's details).
+  custom(content: HTMLElement): void {
+    this.last = null;
+    clear(this.root);
+    this.root.append(content);
+  }
+
   render(input: InspectorInput): void {
     this.last = input;
     const { trace, step, graph, node } = input;

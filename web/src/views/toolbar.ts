@@ -6,10 +6,12 @@ import type { Filters } from './graph-view';
 
 export interface ToolbarState {
   steps: number; step: number; speed: number; playMode: 'steps' | 'nodes'; metric: MetricId; comparing: boolean;
+  view: 'ops' | 'pipeline';
 }
 
 export interface ToolbarActions {
   setStep(i: number): void;
+  setView(v: 'ops' | 'pipeline'): void;
   stepBy(delta: number): void;
   togglePlay(): void;
   setSpeed(s: number): void;
@@ -46,7 +48,7 @@ export function toolbar(s: ToolbarState, a: ToolbarActions): HTMLElement {
     c.addEventListener('change', () => { filters[key] = c.checked; a.setFilters({ ...filters }); });
     return el('label', { class: 'check', title: `show the ${label} nodes (unchecked: dimmed)` }, c, label);
   };
-  const search = el('input', { type: 'search', id: 'search', placeholder: 'search node name (/)', title: 'Enter jumps to the next match' });
+  const search = el('input', { type: 'search', id: 'search', placeholder: 'search name or op (/)', title: 'matches node names, ops (e.g. matmul) and weight types (e.g. q8_0); Enter jumps to the next match' });
   const hits = el('span', { class: 'search-hits' });
   let matches: number[] = [], next = 0;
   search.addEventListener('input', () => { matches = a.search(search.value); next = 0; hits.textContent = search.value ? `${matches.length} match(es)` : ''; });
@@ -54,7 +56,17 @@ export function toolbar(s: ToolbarState, a: ToolbarActions): HTMLElement {
     if (e.key === 'Enter' && matches.length) a.goToNode(matches[next++ % matches.length]);
     if (e.key === 'Escape') { search.value = ''; matches = a.search(''); hits.textContent = ''; search.blur(); }
   });
+  const viewBtn = (v: 'ops' | 'pipeline', label: string, title: string) => {
+    const b = el('button', { class: `view-btn${s.view === v ? ' on' : ''}`, id: `view-${v}`, 'data-view': v, text: label, title });
+    b.addEventListener('click', () => {
+      b.parentElement?.querySelectorAll('.view-btn').forEach((x) => x.classList.toggle('on', x === b));
+      a.setView(v);
+    });
+    return b;
+  };
   return el('div', { class: 'toolbar' },
+    el('div', { class: 'group segmented' }, viewBtn('ops', 'Operators', 'the operator graph: one box per node (p toggles)'),
+      viewBtn('pipeline', 'Pipeline', 'the semantic pipeline: one box per stage, layers as rows (p toggles)')),
     el('div', { class: 'group' },
       btn('« first', 'first step', () => a.setStep(0)), btn('‹ prev', 'previous step (↓ or [)', () => a.stepBy(-1)),
       btn('▶ play', 'play / pause (space)', () => a.togglePlay(), 'play'),
@@ -65,5 +77,5 @@ export function toolbar(s: ToolbarState, a: ToolbarActions): HTMLElement {
     el('div', { class: 'group' }, btn('fit', 'fit the whole graph (f)', () => a.fit(false)), btn('fit width', 'fit the graph width', () => a.fit(true)),
       btn('collapse layers', 'collapse every layer to a strip', () => a.collapseAll(true)),
       btn('expand layers', 'expand every layer', () => a.collapseAll(false))),
-    el('div', { class: 'keys', text: 'keys: ←/→ node · ↑/↓ or [ ] step · space play · Backspace back · / search · f fit' }));
+    el('div', { class: 'keys', text: 'keys: ←/→ node · ↑/↓ or [ ] step · space play · Backspace back · / search · f fit · p pipeline / operators' }));
 }

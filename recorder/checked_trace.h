@@ -1,0 +1,22 @@
+// A trace ready for the readers (summary, diff, export, the server's comparison): loaded,
+// version 2, and valid against the schema and the consistency checks. The readers index
+// fields without checking each one, so nothing reaches them before this passes.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trace_load.h"
+
+namespace minfer::trace {
+
+// Throws Error "<what>: not a valid minfer-trace v2: /steps/0: missing required field
+// 'logits' ..." naming the first problems.
+void require_valid_trace(const nlohmann::json& trace, const std::string& what);
+
+// load_trace + version 2 + require_valid_trace.
+nlohmann::json load_checked_trace(const std::string& path, LoadInfo* info = nullptr,
+                                  const ReadOptions& options = {});
+
+}  // namespace minfer::trace

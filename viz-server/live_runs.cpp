@@ -1,0 +1,482 @@
+#include "live_runs.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cli/backend_choice.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "exec/generate.h"
+#include "gguf/gguf_reader.h"
+#include "graph_json.h"
+#include "http_util.h"
+#include "model/model.h"
+#include "recorder.h"
+#include "sha256.h"
+#include "tokenizer/tokenizer.h"
+#include "viz_context.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace minfer::viz {
+namespace {
+
+constexpr int kMaxTokens = 4096;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The events of one run, kept whole so a listener that connects late (or reconnects) gets
+// them all; a listener waits on the condition variable for more.
+class EventLog {
+ public:
+  void push(const std::string& type, const json& data) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("event: " + type + "\ndata: " + dump(data) + "\n\n");
+    cv_.notify_all();
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  // Events from index `from`; waits up to `wait` for one. `done` when closed and all read.
+  std::vector<std::string> read(size_t from, std::chrono::milliseconds wait, bool& done) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, wait, [&] { return events_.size() > from || closed_; });
+    std::vector<std::string> out(events_.begin() + static_cast<std::ptrdiff_t>(std::min(from, events_.size())), events_.end());
+    done = closed_ && from + out.size() >= events_.size();
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> events_;
+  bool closed_ = false;
+};
+
+struct Cancelled {};
+
+struct Run {
+  int id = 0;
+  std::string trace_name;
+  std::shared_ptr<EventLog> log = std::make_shared<EventLog>();
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> finished{false};
+  std::atomic<int> listeners{0};
+};
+
+// Tees the engine's observer calls to the recorder and to the event log. Per-node summaries
+// for the page (stats only) are computed only while a page listens.
+class LiveObserver final : public Observer {
+ public:
+  LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
+  void on_graph(const Graph& g) override {
+    rec_->on_graph(g);
+    run_.log->push("graph", {{"graph", trace::graph_to_json(g)}});
+  }
+  void on_step_begin(const Graph& g, const StepInfo& s) override {
+    // The step boundary is where a cancel takes effect: the trace keeps whole steps only.
+    if (run_.cancel) throw Cancelled{};
+    rec_->on_step_begin(g, s);
+    json toks = json::array();
+    for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", tok_.token_bytes(id)}});
+    run_.log->push("step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
+                            {"graph", s.phase == Phase::Prefill ? "prefill" : "decode"}, {"pos", s.pos0}, {"tokens", toks}});
+    step_ = s.step;
+  }
+  bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
+  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override {
+    if (rec_->wants(n)) rec_->on_node(n, out, t);
+    if (run_.listeners == 0) return;
+    json ev = {{"step", step_}, {"id", n.id}};
+    if (t.measured()) ev["time_us"] = t.seconds * 1e6;
+    if (out) {
+      SummarySpec spec;
+      spec.grid_rows = 0;
+      spec.hist_bins = 0;
+      const TensorStats st = out->summarize(spec).stats;
+      auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+      ev["stats"] = {{"min", num(st.min)}, {"max", num(st.max)}, {"mean", num(st.mean)}, {"absmean", num(st.absmean)},
+                     {"std", num(st.std)}, {"count", st.count}, {"nan", st.nan}, {"inf", st.inf}};
+    } else {
+      ev["no_output"] = true;
+    }
+    run_.log->push("node", ev);
+  }
+  void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
+    rec_->on_logits(s, logits, n_vocab, chosen);
+    // Softmax probabilities of the top 5 and of the chosen token.
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+    double z = 0;
+    for (int64_t i = 0; i < n_vocab; ++i) z += std::exp(static_cast<double>(logits[i] - mx));
+    std::vector<int32_t> top;
+    for (int k = 0; k < 5; ++k) {
+      int32_t best = -1;
+      for (int64_t i = 0; i < n_vocab; ++i)
+        if ((best < 0 || logits[i] > logits[best]) && std::find(top.begin(), top.end(), i) == top.end()) best = static_cast<int32_t>(i);
+      if (best >= 0) top.push_back(best);
+    }
+    json tj = json::array();
+    for (int32_t id : top)
+      tj.push_back({{"id", id}, {"text", tok_.token_bytes(id)}, {"p", std::exp(static_cast<double>(logits[id] - mx)) / z}});
+    run_.log->push("token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
+                             {"p", std::exp(static_cast<double>(logits[chosen] - mx)) / z}, {"top", tj}});
+  }
+  void on_step_end(const StepInfo& s, double seconds) override {
+    rec_->on_step_end(s, seconds);
+    step_seconds.push_back(seconds);
+    run_.log->push("step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
+  }
+  std::vector<double> step_seconds;
+
+ private:
+  Observer* rec_;
+  Run& run_;
+  const Tokenizer& tok_;
+  int step_ = 0;
+};
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+};
+
+struct HttpError {
+  int status;
+  std::string message;
+};
+
+}  // namespace
+
+class LiveRuns {
+ public:
+  LiveRuns(std::vector<std::string> models, fs::path out_dir) : out_dir_(std::move(out_dir)) {
+    for (auto& m : models) paths_[fs::path(m).filename().string()] = m;
+  }
+  ~LiveRuns() {
+    std::shared_ptr<Run> r;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      r = current_;
+    }
+    if (r) r->cancel = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  json models_json() {
+    std::lock_guard<std::mutex> lock(mu_);
+    json list = json::array();
+    for (auto& [name, path] : paths_) {
+      std::error_code ec;
+      list.push_back({{"name", name}, {"size", static_cast<int64_t>(fs::file_size(path, ec))}});
+    }
+    const bool busy = current_ && !current_->finished;
+    return {{"models", list}, {"busy", busy}, {"run", current_ ? json(current_->id) : json(nullptr)},
+            {"limits", {{"max_tokens", kMaxTokens}}}};
+  }
+
+  // Validates the request, loads the model, starts the run thread. Throws HttpError.
+  json start(const json& body) {
+    if (!body.is_object()) throw HttpError{400, "run: the body must be a JSON object"};
+    auto str = [&](const char* k, const std::string& d) {
+      if (!body.contains(k)) return d;
+      if (!body[k].is_string()) throw HttpError{400, std::string("run: '") + k + "' must be a string"};
+      return body[k].get<std::string>();
+    };
+    auto num = [&](const char* k, double d, double lo, double hi) {
+      if (!body.contains(k)) return d;
+      if (!body[k].is_number()) throw HttpError{400, std::string("run: '") + k + "' must be a number"};
+      const double v = body[k].get<double>();
+      if (!(v >= lo && v <= hi))
+        throw HttpError{400, "run: '" + std::string(k) + "' is " + dump(body[k]) + ", outside [" + dump(lo) + ", " + dump(hi) + "]"};
+      return v;
+    };
+    const std::string model = str("model", paths_.size() == 1 ? paths_.begin()->first : "");
+    if (!paths_.count(model)) {
+      std::string have;
+      for (auto& [n, p] : paths_) have += (have.empty() ? "" : ", ") + n;
+      throw HttpError{400, "run: unknown model '" + model + "' (this server has: " + have + ")"};
+    }
+    const std::string prompt = str("prompt", "");
+    if (prompt.empty()) throw HttpError{400, "run: 'prompt' is empty"};
+    if (prompt.size() > (size_t(1) << 20)) throw HttpError{400, "run: 'prompt' is longer than 1 MiB"};
+    const int max_tokens = static_cast<int>(num("max_tokens", 32, 1, kMaxTokens));
+    if (body.contains("max_tokens") && body["max_tokens"].get<double>() != std::floor(body["max_tokens"].get<double>()))
+      throw HttpError{400, "run: 'max_tokens' must be an integer"};
+    SamplerOptions so;
+    so.temperature = static_cast<float>(num("temperature", 0.7, 0, 10));
+    so.top_k = static_cast<int>(num("top_k", 40, 0, 1000000));
+    so.top_p = static_cast<float>(num("top_p", 0.95, 0, 1));
+    so.repeat_penalty = static_cast<float>(num("repeat_penalty", 1.1, 0.5, 5));
+    so.seed = static_cast<uint64_t>(num("seed", 1, 0, 9007199254740991.0));
+    const std::string backend = str("backend", "cpu"), path = str("matmul_path", "mmq");
+    if (backend != "cpu" && backend != "cuda" && backend != "auto")
+      throw HttpError{400, "run: 'backend' is '" + backend + "' (expected cpu, cuda or auto)"};
+    if (path != "mmq" && path != "f16") throw HttpError{400, "run: 'matmul_path' is '" + path + "' (expected mmq or f16)"};
+
+    std::unique_lock<std::mutex> lock(mu_);
+    if (current_ && !current_->finished)
+      throw HttpError{409, "run: busy: run " + std::to_string(current_->id) + " is in progress (one run at a time; cancel it or wait)"};
+    if (thread_.joinable()) thread_.join();  // the finished one
+    LoadedModel& lm = load(model);
+    const auto ids = lm.tok->encode(prompt);
+    if (ids.empty()) throw HttpError{400, "run: the prompt encodes to no tokens"};
+    if (static_cast<int64_t>(ids.size()) + max_tokens > lm.model->hp.n_ctx)
+      throw HttpError{400, "run: the prompt has " + std::to_string(ids.size()) + " tokens; with max_tokens " +
+                               std::to_string(max_tokens) + " that exceeds the model's context of " +
+                               std::to_string(lm.model->hp.n_ctx) + " tokens"};
+    std::unique_ptr<Backend> be;
+    try {
+      be = make_backend(backend, *lm.model, path == "f16" ? MatmulPath::Float : MatmulPath::MMQ, nullptr, true);
+      be->reserve_context(std::min<int64_t>(lm.model->hp.n_ctx, static_cast<int64_t>(ids.size()) + max_tokens + 1));
+    } catch (const Error& e) {
+      throw HttpError{400, std::string("run: backend '") + backend + "': " + e.what()};
+    }
+    auto run = std::make_shared<Run>();
+    run->id = ++next_id_;
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
+    run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
+    json meta = run_meta(model, lm, *be, prompt, so, max_tokens);
+    run->log->push("start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
+                             {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
+                             {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
+    current_ = run;
+    GenerateOptions g;
+    g.n_predict = max_tokens;
+    g.sampler = so;
+    thread_ = std::thread([this, run, &lm, ids, g, meta, be = std::move(be)]() mutable { execute(*run, lm, *be, ids, g, meta); });
+    return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
+  }
+
+  bool cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!current_ || current_->finished) return false;
+    current_->cancel = true;
+    return true;
+  }
+
+  std::shared_ptr<Run> find(int id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (current_ && (id < 0 || current_->id == id)) return current_;
+    return nullptr;
+  }
+
+  // Token texts from a served model's vocabulary ("" model: the only one).
+  json vocab(const std::string& model_file, const std::string& ids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string name = fs::path(model_file).filename().string();
+    if (!paths_.count(name)) throw HttpError{404, "vocab: this server has no model '" + name + "' (start minfer-viz with --model " + name + ")"};
+    LoadedModel& lm = load(name);
+    json out = json::object();
+    size_t at = 0;
+    int count = 0;
+    while (at < ids.size() && count < 10000) {
+      size_t comma = ids.find(',', at);
+      const std::string part = ids.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      at = comma == std::string::npos ? ids.size() : comma + 1;
+      if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+        throw HttpError{400, "vocab: '" + part + "' is not a token id"};
+      const int64_t id = std::stoll(part);
+      if (id >= lm.model->hp.n_vocab) throw HttpError{400, "vocab: token id " + part + " is outside the vocabulary"};
+      out[part] = lm.tok->token_bytes(static_cast<int32_t>(id));
+      ++count;
+    }
+    return {{"model", name}, {"tokens", out}};
+  }
+
+ private:
+  LoadedModel& load(const std::string& name) {
+    auto it = loaded_.find(name);
+    if (it != loaded_.end()) return it->second;
+    LoadedModel lm;
+    try {
+      lm.model = Model::load(paths_.at(name));
+      lm.tok = Tokenizer::from_gguf(*lm.model->file);
+    } catch (const Error& e) {
+      throw HttpError{422, std::string("run: ") + e.what()};
+    }
+    return loaded_[name] = std::move(lm);
+  }
+
+  json run_meta(const std::string& model, LoadedModel& lm, const Backend& b, const std::string& prompt,
+                const SamplerOptions& so, int max_tokens) {
+    const HParams& h = lm.model->hp;
+    json types = json::object();
+    for (auto& [cls, t] : lm.model->weight_type_summary()) types[cls] = t;
+    std::string name;
+    if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
+    return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model))}, {"size_bytes", lm.model->file->file_size()},
+                       {"architecture", h.architecture}, {"name", name},
+                       {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
+                                    {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
+                                    {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},
+                       {"weight_types", types}}},
+            {"backend", b.name()}, {"device", b.device()}, {"matmul_path", matmul_path_name(b.matmul_path())},
+            {"cuda_graph", false}, {"threads", ThreadPool::global().size()}, {"prompt", prompt},
+            {"sampler", {{"temperature", so.temperature}, {"top_k", so.top_k}, {"top_p", so.top_p},
+                         {"repeat_penalty", so.repeat_penalty}, {"seed", so.seed}, {"n_predict", max_tokens}}},
+            {"live_run", true}};
+  }
+
+  void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g, const json& meta) {
+    const Tokenizer& tok = *lm.tok;
+    trace::RecorderOptions opts;
+    opts.path = (out_dir_ / run.trace_name).string();
+    bool cancelled = false;
+    std::string error;
+    GenerateResult r;
+    // The page connects right after it started the run: give it a moment, so the prefill's
+    // nodes are streamed too (per-node events exist only while someone listens).
+    for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    try {
+      trace::Recorder rec(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
+      LiveObserver obs(rec.observer(), run, tok);
+      std::string text;
+      std::vector<int32_t> gen;
+      try {
+        r = generate(*lm.model, be, &tok, ids, g, &obs, [&](int32_t id) { text += tok.token_bytes(id); gen.push_back(id); });
+      } catch (const Cancelled&) {
+        cancelled = true;
+        r.prompt = ids;
+        r.generated = gen;
+        if (!obs.step_seconds.empty()) {
+          r.prefill_s = obs.step_seconds[0];
+          r.decode_s.assign(obs.step_seconds.begin() + 1, obs.step_seconds.end());
+        }
+      }
+      json decode_ms = json::array();
+      for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
+      rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
+                  {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
+                  {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
+      run.log->push("done", {{"id", run.id}, {"trace", run.trace_name}, {"cancelled", cancelled},
+                             {"steps", obs.step_seconds.size()}, {"generated", r.generated.size()}, {"text", text},
+                             {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}});
+    } catch (const std::exception& e) {
+      error = e.what();
+      run.log->push("error", {{"id", run.id}, {"message", error}});
+    }
+    run.finished = true;
+    run.log->close();
+  }
+
+  fs::path out_dir_;
+  std::map<std::string, std::string> paths_;  // file name → path
+  std::map<std::string, LoadedModel> loaded_;
+  std::mutex mu_;
+  std::shared_ptr<Run> current_;
+  std::thread thread_;
+  int next_id_ = 0;
+};
+
+namespace {
+
+void send_http_error(httplib::Response& res, const HttpError& e) { send_error(res, e.status, e.message); }
+
+void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns& live) {
+  int id = -1;
+  if (req.has_param("id")) {
+    const std::string v = req.get_param_value("id");
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) {
+      send_error(res, 400, "events: 'id' must be a run number");
+      return;
+    }
+    id = std::stoi(v);
+  }
+  auto run = live.find(id);
+  if (!run) {
+    send_error(res, 404, id < 0 ? "events: no run has been started" : "events: no run " + std::to_string(id) + " (only the latest run streams)");
+    return;
+  }
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("X-Accel-Buffering", "no");
+  ++run->listeners;
+  auto next = std::make_shared<size_t>(0);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [run, next](size_t, httplib::DataSink& sink) {
+        bool done = false;
+        auto events = run->log->read(*next, std::chrono::milliseconds(1000), done);
+        if (events.empty() && !done) return sink.write(": ping\n\n", 9);  // keeps the connection checked
+        for (const auto& e : events) {
+          if (!sink.write(e.data(), e.size())) return false;  // the page went away
+          ++*next;
+        }
+        if (done) sink.done();
+        return true;
+      },
+      [run](bool) { --run->listeners; });
+}
+
+}  // namespace
+
+void register_live_routes(httplib::Server& server, VizContext& ctx) {
+  if (!ctx.models.empty()) {
+    const auto dirs = ctx.traces.dirs();
+    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front());
+  }
+  auto off = [](httplib::Response& res) {
+    send_error(res, 404, "live runs are off: start minfer-viz with --model MODEL.gguf (repeatable)");
+  };
+  // Answers 200 either way, so the page can ask without a failed request in its console.
+  server.Get("/api/run/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    if (!ctx.live)
+      return send_json(res, {{"enabled", false}, {"models", json::array()}, {"busy", false}, {"run", nullptr},
+                             {"reason", "live runs are off: start minfer-viz with --model MODEL.gguf (repeatable)"}});
+    json j = ctx.live->models_json();
+    j["enabled"] = true;
+    send_json(res, j);
+  });
+  server.Post("/api/run", [&ctx, off](const httplib::Request& req, httplib::Response& res) {
+    if (!ctx.live) return off(res);
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception&) {
+      return send_error(res, 400, "run: the body is not valid JSON");
+    }
+    try {
+      send_json(res, ctx.live->start(body), 202);
+    } catch (const HttpError& e) {
+      send_http_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, 500, std::string("run: ") + e.what());
+    }
+  });
+  server.Post("/api/run/cancel", [&ctx, off](const httplib::Request&, httplib::Response& res) {
+    if (!ctx.live) return off(res);
+    const bool was = ctx.live->cancel();
+    send_json(res, {{"cancelled", was}});
+  });
+  server.Get("/api/run/events", [&ctx, off](const httplib::Request& req, httplib::Response& res) {
+    if (!ctx.live) return off(res);
+    handle_events(req, res, *ctx.live);
+  });
+  server.Get("/api/vocab", [&ctx, off](const httplib::Request& req, httplib::Response& res) {
+    if (!ctx.live) return off(res);
+    try {
+      res.set_header("Cache-Control", "max-age=3600");
+      send_json(res, ctx.live->vocab(req.get_param_value("model"), req.get_param_value("ids")));
+    } catch (const HttpError& e) {
+      send_http_error(res, e);
+    }
+  });
+}
+
+}  // namespace minfer::viz

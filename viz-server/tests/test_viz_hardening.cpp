@@ -1,0 +1,185 @@
+// Regression tests for the server side of issue 12: a trace missing a field or holding an
+// out-of-range number answers 422 naming it (not 500), deep nesting and decompression bombs are
+// refused, corrupt gzip is not listed as a trace, Range headers never produce a wrong partial
+// answer, slow clients cannot starve /api/health, and silent connections are closed.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "viz_fixture.h"
+
+namespace minfer::viz::test {
+namespace {
+
+std::string error_text(const httplib::Result& r) {
+  if (!r) return "(no answer)";
+  try {
+    return json::parse(r->body).value("error", "(no error field)");
+  } catch (const std::exception&) {
+    return "(not JSON) " + r->body.substr(0, 200);
+  }
+}
+
+json list_entry(httplib::Client& cli, const std::string& name) {
+  auto r = cli.Get("/api/traces");
+  if (!r || r->status != 200) return json();
+  for (const json& e : json::parse(r->body))
+    if (e["name"] == name) return e;
+  return json();
+}
+
+class VizHardening : public VizFixture {};
+
+// Defect 1 (and 6): the comparison validates first and names the field.
+TEST_F(VizHardening, CompareOfATraceMissingAFieldOrWithAnOutOfRangeNumberIs422) {
+  json t = json::parse(mmq_text);
+  for (auto& s : t["steps"]) s.erase("logits");
+  write_file(traces.path() / "nologits.json", t.dump());
+  std::string text = mmq_text;
+  const size_t at = text.find("\"time_ms\":2.5");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 13, "\"time_ms\":1e309");
+  write_file(traces.path() / "overflow.json", text);
+  auto cli = client();
+  auto r = cli.Get("/api/compare?a=tiny-mmq.json&b=nologits.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422);
+  EXPECT_NE(error_text(r).find("nologits.json: not a valid minfer-trace v2: /steps/0: missing required field 'logits'"),
+            std::string::npos) << error_text(r);
+  r = cli.Get("/api/compare?a=overflow.json&b=tiny-mmq.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422);
+  EXPECT_NE(error_text(r).find("(/steps/1/time_ms): number 1e309 is out of range"), std::string::npos) << error_text(r);
+  EXPECT_EQ(r->body.find(traces.path().string()), std::string::npos) << "a server path in " << r->body;
+}
+
+// Defects 2, 3 and 9: what the reader refuses, the list shows as an error, and nothing
+// inflates past the cap.
+TEST_F(VizHardening, DeepBombedAndCorruptTracesAreListedWithTheirError) {
+  TempDir dir("bombs");
+  auto gz = [](const std::string& raw) { return gzip_compress(raw, 9); };
+  write_file(dir.path() / "deep.json", "{\"format\":\"minfer-trace\",\"version\":2,\"meta\":" + std::string(100000, '['));
+  write_file(dir.path() / "bomb.json.gz", gz(std::string(4 << 20, ' ')));  // 4 MB of text in 4 KB
+  write_file(dir.path() / "trailing.json.gz", gz(mmq_text) + "garbage");
+  write_file(dir.path() / "ok.json.gz", gz(mmq_text));
+  write_file(dir.path() / "big.json", std::string(3 << 20, ' ') + mmq_text);  // plain, over the cap
+  VizConfig config;
+  config.traces_dirs = {dir.path().string()};
+  config.max_trace_bytes = 2 << 20;
+  RunningServer server(config);
+  auto cli = server.client();
+  cli.set_decompress(false);
+  EXPECT_NE(list_entry(cli, "deep.json").value("error", "").find("deep.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(list_entry(cli, "deep.json").value("error", "").find("nested deeper than 64 levels"), std::string::npos);
+  EXPECT_NE(list_entry(cli, "bomb.json.gz").value("error", "").find("bomb.json.gz: the JSON text is larger than the limit of 2097152 bytes"),
+            std::string::npos) << list_entry(cli, "bomb.json.gz");
+  EXPECT_NE(list_entry(cli, "trailing.json.gz").value("error", "").find("unexpected bytes after the gzip data"),
+            std::string::npos) << list_entry(cli, "trailing.json.gz");
+  EXPECT_FALSE(list_entry(cli, "ok.json.gz").contains("error"));
+  // Inflating for a client without gzip goes through the same cap.
+  auto r = cli.Get("/api/traces/bomb.json.gz", {{"Accept-Encoding", "identity"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422);
+  EXPECT_NE(error_text(r).find("larger than the limit"), std::string::npos) << error_text(r);
+  r = cli.Get("/api/compare?a=bomb.json.gz&b=ok.json.gz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422);
+  // A plain file over the cap is sent as stored, not compressed in memory.
+  r = cli.Get("/api/traces/big.json", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Content-Encoding"));
+  EXPECT_EQ(r->body.size(), (size_t(3) << 20) + mmq_text.size());
+}
+
+// Defect 7: Range is ignored: the whole body with 200, never a slice labelled 200, never a
+// multipart body labelled gzip.
+TEST_F(VizHardening, RangeRequestsGetTheWholeBody) {
+  for (const std::string range : {"bytes=0-9", "bytes=0-9,20-29", "bytes=5000000-5000010", "bytes=-5"}) {
+    RawResponse r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: x\r\nRange: " + range +
+                                            "\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.status, 200) << range << "\n" << r.head;
+    EXPECT_EQ(r.body, mmq_text) << range;
+    EXPECT_EQ(r.head.find("Content-Range"), std::string::npos) << r.head;
+    r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: x\r\nRange: " + range +
+                                "\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.status, 200) << range << "\n" << r.head;
+    EXPECT_EQ(r.head.find("multipart"), std::string::npos) << r.head;
+    EXPECT_EQ(gzip_decompress(r.body, "body"), mmq_text) << range;
+    r = raw_request(port(), "GET /api/health HTTP/1.1\r\nHost: x\r\nRange: " + range + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.status, 200) << r.head;
+    EXPECT_TRUE(json::parse(r.body)["ok"].get<bool>()) << r.body;
+  }
+}
+
+int connect_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Defect 8: 40 connections that each trickle one header byte every 300 ms (more than a fixed
+// pool has threads) do not keep /api/health from answering at once.
+TEST_F(VizHardening, SlowClientsDoNotStarveHealth) {
+  constexpr int kSlow = 40;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < kSlow; ++i)
+    slow.emplace_back([&] {
+      const int fd = connect_loopback(port());
+      const std::string req = "GET /api/traces HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a') + "\r\n\r\n";
+      for (size_t k = 0; fd >= 0 && k < req.size() && !stop; ++k) {
+        if (::send(fd, &req[k], 1, MSG_NOSIGNAL) != 1) break;
+        for (int t = 0; t < 30 && !stop; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (fd >= 0) ::close(fd);
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // all are connected and trickling
+  httplib::Client cli("127.0.0.1", port());
+  cli.set_connection_timeout(3, 0);
+  cli.set_read_timeout(3, 0);
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = cli.Get("/api/health");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(r) << "no answer from /api/health with " << kSlow << " slow clients connected";
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(s, 1.0);
+  }
+  stop = true;
+  for (auto& t : slow) t.join();
+}
+
+// Defect 8: a connection that sends nothing is closed after the read timeout.
+TEST(VizTimeouts, SilentConnectionsAreClosed) {
+  TempDir traces("timeouts");
+  VizConfig config;
+  config.traces_dirs = {traces.path().string()};
+  config.read_timeout = std::chrono::milliseconds(500);
+  RunningServer server(config);
+  const int fd = connect_loopback(server.port());
+  ASSERT_GE(fd, 0);
+  ::send(fd, "GET /api/he", 11, MSG_NOSIGNAL);  // and then nothing
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[512];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // 0: closed by the server
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  EXPECT_LE(n, 0) << "the server answered a half request";
+  EXPECT_LT(s, 5.0) << "the silent connection stayed open " << s << " s";
+}
+
+}  // namespace
+}  // namespace minfer::viz::test

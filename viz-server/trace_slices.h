@@ -1,0 +1,38 @@
+// Per-step slices of a version-2 trace, so the page can paint before a large trace (7B × 100
+// steps) has arrived whole:
+//   GET /api/slices/NAME/index     the trace with every step's "nodes" and "kernels" set to
+//                                  null (meta, graphs, per-step tokens/logits/times stay)
+//   GET /api/slices/NAME/steps/K   {"nodes": […], "kernels": […]} of step K, the file's bytes
+// The file is scanned once per version (size, mtime) without building a JSON tree; bodies come
+// from the shared BodyCache. A version-1 trace answers 422 (the page then loads it whole).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace httplib { class Server; }
+
+namespace minfer::viz {
+
+struct VizContext;
+
+// Byte ranges of a v2 trace's steps, found by a string-aware bracket scan.
+struct StepRanges {
+  std::pair<size_t, size_t> nodes{0, 0};    // [begin, end) of the value; empty = absent
+  std::pair<size_t, size_t> kernels{0, 0};
+};
+struct TraceLayout {
+  int version = 0;
+  std::vector<StepRanges> steps;
+};
+
+// Throws minfer::Error naming `what` when the text is not a JSON object with a steps array.
+TraceLayout scan_trace_layout(std::string_view text, const std::string& what);
+std::string slice_index(std::string_view text, const TraceLayout& layout);
+std::string slice_step(std::string_view text, const TraceLayout& layout, size_t step);
+
+void register_slice_routes(httplib::Server& server, VizContext& ctx);
+
+}  // namespace minfer::viz
