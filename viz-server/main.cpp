@@ -32,9 +32,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
-    VizConfig config{args.host, args.port, args.traces_dirs, args.web_dir};
-    config.max_trace_bytes = args.max_trace_bytes;
+    VizConfig config;
+    config.host = args.host;
+    config.port = args.port;
+    config.traces_dirs = args.traces_dirs;
+    config.web_dir = args.web_dir;
     config.models = args.models;
+    config.max_trace_bytes = args.max_trace_bytes;
     VizServer server(config);
     server.bind();
     std::thread waiter([&] {
