@@ -180,6 +180,7 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
 
   std::map<std::string, std::array<double, 3>> op_times;  // op -> us_a, us_b, count
   size_t agree = 0, with_tokens = 0, no_grid = 0;
+  bool inputs_agree = true;
   const size_t n = std::min(a["steps"].size(), b["steps"].size());
   for (size_t si = 0; si < n; ++si) {
     const json &sa = a["steps"][si], &sb = b["steps"][si];
@@ -197,7 +198,10 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
       ++with_tokens;
       agree += st["agree"].get<bool>();
     }
-    st["inputs_agree"] = sa["tokens"] == sb["tokens"];
+    // Once one step's input tokens differ, every later step differs too (its KV cache holds the
+    // other tokens), even where the tokens happen to match again.
+    inputs_agree = inputs_agree && sa["tokens"] == sb["tokens"];
+    st["inputs_agree"] = inputs_agree;
     st["kl_topk"] = la && lb ? r6(kl_topk(sa["logits"], sb["logits"])) : json(nullptr);
     st["entropy_a"] = la ? sa["logits"]["entropy"] : json(nullptr);
     st["entropy_b"] = lb ? sb["logits"]["entropy"] : json(nullptr);
@@ -245,7 +249,8 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
       if (o.metric == "rel_err") value = worst;
       else if (gc.ok) value = o.metric == "sqnr_db" ? gc.sqnr_db : o.metric == "cosine" ? gc.cosine : gc.max_abs;
       const bool diverged = std::isfinite(value) && (below_diverges ? value < o.threshold : value > o.threshold);
-      if (diverged && out["first_divergent"].is_null())
+      // Never blamed on a node whose step saw other inputs: that is not the node's error.
+      if (diverged && inputs_agree && out["first_divergent"].is_null())
         out["first_divergent"] = {{"step", si}, {"node", id}, {"name", node["name"]}, {"op", op},
                                   {"value", r6(value)}, {"sqnr_db", nr["sqnr_db"]}};
       nodes.push_back(std::move(nr));

@@ -146,6 +146,26 @@ TEST(Diff, NanOnOneSideIsADivergenceAndTokensDisagreeingCount) {
   EXPECT_EQ(diff(a, b2)["steps"][1]["agree"], false);
 }
 
+// A run whose input token differs at step 2 (after a different choice at step 1): steps 2 and
+// later have other inputs, also step 3 whose token happens to match again, and no "first
+// divergent node" is named from them.
+TEST(Diff, InputsDisagreeFromTheFirstDifferentTokenOn) {
+  const std::string dir = temp_dir("diff_inputs");
+  const json a = record(dir + "/a.json", synth::Run{});
+  json b = a;
+  b["steps"][2]["tokens"] = json::array({12345});
+  for (auto& r : b["steps"][2]["nodes"])  // everything in step 2 differs because its input does
+    if (r.contains("grid"))
+      for (auto& v : r["grid"]["values"])
+        if (v.is_number()) v = v.get<double>() * 2.0 + 1.0;
+  const json d = diff(a, b);
+  EXPECT_EQ(d["steps"][0]["inputs_agree"], true);
+  EXPECT_EQ(d["steps"][1]["inputs_agree"], true);
+  EXPECT_EQ(d["steps"][2]["inputs_agree"], false);
+  EXPECT_EQ(d["steps"][3]["inputs_agree"], false);  // same token again, but another KV cache
+  EXPECT_TRUE(d["first_divergent"].is_null()) << d["first_divergent"].dump();
+}
+
 TEST(Diff, RefusesDifferentModelsGraphsAndPrompts) {
   const std::string dir = temp_dir("diff_refuse");
   const json a = record(dir + "/a.json", synth::Run{});
