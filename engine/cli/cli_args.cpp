@@ -37,7 +37,8 @@ const char* cli_usage() {
          "       minfer tokenize MODEL.gguf (TEXT | --file F)\n"
          "backend: auto (default) = cuda when a usable GPU exists, else cpu\n"
          "env: MINFER_TRACE=FILE records a trace; MINFER_MMQ=0 selects the float prefill path;\n"
-         "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly\n";
+         "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly;\n"
+         "     MINFER_CUDA_FUSION=0 runs the unfused decode kernels\n";
 }
 
 CliOptions parse_cli(int argc, char** argv) {
