@@ -23,33 +23,10 @@ if [ ${#tests[@]} -eq 0 ]; then
   exit 1
 fi
 
-echo "== configure $build (MINFER_SANITIZE=ON)"
-mkdir -p "$build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMINFER_SANITIZE=ON -DMINFER_CUDA=OFF >"$build/configure.log" 2>&1 || {
-  cat "$build/configure.log" >&2
-  exit 1
-}
+source "$root/scripts/lib/asan-tests.sh"
+asan_configure
 echo "== build ${tests[*]}"
 ninja -C "$build" -j "$jobs" "${tests[@]}"
 
-# Any sanitizer report is fatal; an allocation above 256 MB is a failure, not a slow success.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:max_allocation_size_mb=256:${ASAN_OPTIONS:-}"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-
-failed=()
-for t in "${tests[@]}"; do
-  echo "== run $t"
-  start=$SECONDS
-  if (cd "$build" && "$build/tests/$t" --gtest_brief=1); then
-    echo "   $t passed in $((SECONDS - start)) s"
-  else
-    failed+=("$t")
-  fi
-done
-
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "run-gguf-fuzz: FAILED: ${failed[*]}" >&2
-  exit 1
-fi
+asan_run_tests run-gguf-fuzz 256 "${tests[@]}"
 echo "run-gguf-fuzz: all ${#tests[@]} GGUF test programs passed under ASan+UBSan"

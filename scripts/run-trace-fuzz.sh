@@ -18,13 +18,8 @@ jobs="${MINFER_JOBS:-2}"
 export MINFER_TRACE_MUTATIONS="${MINFER_TRACE_MUTATIONS:-1000}"
 export MINFER_TRACE_FUZZ_SEED="${MINFER_TRACE_FUZZ_SEED:-1}"
 
-echo "== configure $build (MINFER_SANITIZE=ON)"
-mkdir -p "$build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMINFER_SANITIZE=ON -DMINFER_CUDA=OFF >"$build/configure.log" 2>&1 || {
-  cat "$build/configure.log" >&2
-  exit 1
-}
+source "$root/scripts/lib/asan-tests.sh"
+asan_configure
 tests=(recorder_test_trace_mutation)
 # The server's test exists when cpp-httplib was found (viz-server/CMakeLists.txt).
 if ninja -C "$build" -t targets all | grep -q "^viz_test_viz_mutation:"; then
@@ -35,23 +30,5 @@ fi
 echo "== build ${tests[*]} minfer-trace"
 ninja -C "$build" -j "$jobs" "${tests[@]}" minfer-trace
 
-# Any sanitizer report is fatal; an allocation above 1 GB is a failure, not a slow success.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:max_allocation_size_mb=1024:${ASAN_OPTIONS:-}"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-
-failed=()
-for t in "${tests[@]}"; do
-  echo "== run $t ($MINFER_TRACE_MUTATIONS mutants, seed $MINFER_TRACE_FUZZ_SEED)"
-  start=$SECONDS
-  if (cd "$build" && "$build/tests/$t" --gtest_brief=1); then
-    echo "   $t passed in $((SECONDS - start)) s"
-  else
-    failed+=("$t")
-  fi
-done
-
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "run-trace-fuzz: FAILED: ${failed[*]}" >&2
-  exit 1
-fi
+ASAN_RUN_NOTE="$MINFER_TRACE_MUTATIONS mutants, seed $MINFER_TRACE_FUZZ_SEED" asan_run_tests run-trace-fuzz 1024 "${tests[@]}"
 echo "run-trace-fuzz: ${#tests[@]} trace mutation programs passed under ASan+UBSan"

@@ -75,4 +75,18 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   return m;
 }
 
+// Every element finite (outputs are poisoned with NaN first) and |got - want| <= rel |want|;
+// names the first few offenders.
+inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                         const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = rel * std::fabs(static_cast<double>(want[i])) + 1e-30;
+    if (!std::isfinite(got[i]) || std::fabs(static_cast<double>(got[i]) - want[i]) > tol)
+      if (bad++ < 5) ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i];
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements out of tolerance";
+}
+
 }  // namespace minfer::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,22 @@ struct StepResult {
 const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13, 758, 1124};
 const std::vector<int32_t> kDecodeInputs = {1879, 13, 40, 2776, 11, 9707};  // teacher-forced
 
-std::vector<StepResult> run_steps(const Model& m, Backend& b, const Graph& pre, const Graph& dec) {
+// The model with its prefill (the prompt) and decode graphs.
+struct TinyModel {
+  std::unique_ptr<Model> m;
+  Graph pre, dec;
+};
+
+TinyModel load_tiny(const std::string& path) {
+  TinyModel t;
+  t.m = Model::load(path);
+  t.pre = make_graph(*t.m, Phase::Prefill, static_cast<int>(kPrompt.size()));
+  t.dec = make_graph(*t.m, Phase::Decode, 1);
+  return t;
+}
+
+std::vector<StepResult> run_steps(const TinyModel& t, Backend& b) {
+  const Graph &pre = t.pre, &dec = t.dec;
   b.reserve_context(static_cast<int64_t>(kPrompt.size() + kDecodeInputs.size()));
   Executor ex(b);
   Capture cap;
@@ -55,7 +71,6 @@ std::vector<StepResult> run_steps(const Model& m, Backend& b, const Graph& pre, 
   one(pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
   for (size_t i = 0; i < kDecodeInputs.size(); ++i)
     one(dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i), {kDecodeInputs[i]}});
-  (void)m;
   return r;
 }
 
@@ -124,17 +139,15 @@ TEST_P(CudaVsCpu, EveryNodeOfPrefillAndDecode) {
   const Case& c = GetParam();
   auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
   MINFER_REQUIRE_MODEL(path);
-  auto m = Model::load(path);
-  const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
-  const Graph dec = make_graph(*m, Phase::Decode, 1);
-  CpuBackend cpu(*m, c.path);
-  CudaBackend gpu(*m, c.path);
-  const auto a = run_steps(*m, cpu, pre, dec);
-  const auto b = run_steps(*m, gpu, pre, dec);
+  const TinyModel t = load_tiny(path);
+  CpuBackend cpu(*t.m, c.path);
+  CudaBackend gpu(*t.m, c.path);
+  const auto a = run_steps(t, cpu);
+  const auto b = run_steps(t, gpu);
   ASSERT_EQ(a.size(), b.size());
   int same_top1 = 0;
   for (size_t s = 0; s < a.size(); ++s) {
-    const Graph& g = s == 0 ? pre : dec;
+    const Graph& g = s == 0 ? t.pre : t.dec;
     const double tol = s == 0 ? c.prefill_tol : c.decode_tol;
     double worst = 0;
     std::string worst_node;
@@ -168,17 +181,15 @@ TEST(CudaBackend, GraphReplayEqualsEager) {
   MINFER_REQUIRE_GPU();
   auto path = minfer::testing::generated_model("cuda-q4_0", "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);
-  auto m = Model::load(path);
-  const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
-  const Graph dec = make_graph(*m, Phase::Decode, 1);
-  CudaBackend graphed(*m, MatmulPath::MMQ);
+  const TinyModel t = load_tiny(path);
+  CudaBackend graphed(*t.m, MatmulPath::MMQ);
   ASSERT_TRUE(graphed.step_graphs());
   setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  CudaBackend eager(*m, MatmulPath::MMQ);
+  CudaBackend eager(*t.m, MatmulPath::MMQ);
   unsetenv("MINFER_NO_CUDA_GRAPH");
   ASSERT_FALSE(eager.step_graphs());
-  const auto a = run_steps(*m, graphed, pre, dec);
-  const auto b = run_steps(*m, eager, pre, dec);
+  const auto a = run_steps(t, graphed);
+  const auto b = run_steps(t, eager);
   for (size_t s = 0; s < a.size(); ++s) {
     EXPECT_EQ(a[s].logits, b[s].logits) << "step " << s;
     for (size_t i = 0; i < a[s].nodes.size(); ++i) EXPECT_EQ(a[s].nodes[i], b[s].nodes[i]) << "step " << s << " node " << i;
@@ -197,17 +208,15 @@ TEST_P(FusedVsUnfused, EveryNodeOfEveryStep) {
   const Case& c = GetParam();
   auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
   MINFER_REQUIRE_MODEL(path);
-  auto m = Model::load(path);
-  const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
-  const Graph dec = make_graph(*m, Phase::Decode, 1);
-  CudaBackend fused(*m, c.path);
+  const TinyModel t = load_tiny(path);
+  CudaBackend fused(*t.m, c.path);
   setenv("MINFER_CUDA_FUSION", "0", 1);
   setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  CudaBackend plain(*m, c.path);
+  CudaBackend plain(*t.m, c.path);
   unsetenv("MINFER_CUDA_FUSION");
   unsetenv("MINFER_NO_CUDA_GRAPH");
-  const auto a = run_steps(*m, plain, pre, dec);
-  const auto b = run_steps(*m, fused, pre, dec);
+  const auto a = run_steps(t, plain);
+  const auto b = run_steps(t, fused);
   for (size_t s = 0; s < a.size(); ++s) {
     for (size_t i = 0; i < a[s].nodes.size(); ++i) {
       if (a[s].nodes[i].empty()) continue;

@@ -25,14 +25,7 @@ namespace {
 constexpr double kRel = 1e-6;
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double tol = kRel * std::fabs(static_cast<double>(want[i])) + 1e-30;
-    if (!std::isfinite(got[i]) || std::fabs(static_cast<double>(got[i]) - want[i]) > tol)
-      if (bad++ < 5) ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i];
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements out of tolerance";
+  minfer::testing::expect_close(got, want, kRel, what);
 }
 
 struct Shape {
