@@ -2,19 +2,20 @@
 
 #include "core/error.h"
 #include "trace_check.h"
+#include "trace_schema.h"
 
 namespace minfer::trace {
 
 using nlohmann::json;
 
 void require_valid_trace(const json& trace, const std::string& what) {
-  if (!trace.is_object() || !trace.contains("version") || trace["version"] != 2)
+  if (!trace.is_object() || !trace.contains("version") || (trace["version"] != 2 && trace["version"] != 3))
     fail(what, ": trace version ", trace.is_object() && trace.contains("version") ? trace["version"].dump() : "?",
-         " is not supported here (version 2 only)");
+         " is not supported here (versions ", validated_versions(), ")");
   constexpr size_t kShown = 3;
   const auto errs = validate_trace(trace, kShown + 1);
   if (errs.empty()) return;
-  std::string msg = what + ": not a valid minfer-trace v2: " + errs[0];
+  std::string msg = what + ": not a valid minfer-trace v" + trace["version"].dump() + ": " + errs[0];
   for (size_t i = 1; i < errs.size() && i < kShown; ++i) msg += "; " + errs[i];
   if (errs.size() > 1) msg += " (`minfer-trace validate` lists every problem)";
   fail(msg);

@@ -1,5 +1,5 @@
 // A trace ready for the readers (summary, diff, export, the server's comparison): loaded,
-// version 2, and valid against the schema and the consistency checks. The readers index
+// version 2 or 3, and valid against its schema and the consistency checks. The readers index
 // fields without checking each one, so nothing reaches them before this passes.
 #pragma once
 #include <cstdint>
@@ -11,11 +11,11 @@
 
 namespace minfer::trace {
 
-// Throws Error "<what>: not a valid minfer-trace v2: /steps/0: missing required field
+// Throws Error "<what>: not a valid minfer-trace v3: /steps/0: missing required field
 // 'logits' ..." naming the first problems.
 void require_valid_trace(const nlohmann::json& trace, const std::string& what);
 
-// load_trace + version 2 + require_valid_trace.
+// load_trace + version 2 or 3 + require_valid_trace.
 nlohmann::json load_checked_trace(const std::string& path, LoadInfo* info = nullptr,
                                   const ReadOptions& options = {});
 

@@ -1,11 +1,12 @@
-# Writes OUT: a C++ source holding the text of the JSON schema IN (cmake -P script).
+# Writes OUT: a C++ source holding the text of the JSON schema IN as trace_schema_<NAME>_text()
+# (cmake -P script).
 file(READ ${IN} text)
 set(delim "SCHEMA_JSON")
 file(WRITE ${OUT}.tmp
   "// Generated from ${IN}; do not edit.\n"
   "#include \"trace_schema.h\"\n"
   "namespace minfer::trace {\n"
-  "const char* trace_schema_v2_text() {\n"
+  "const char* trace_schema_${NAME}_text() {\n"
   "  return R\"${delim}(${text})${delim}\";\n"
   "}\n"
   "}  // namespace minfer::trace\n")

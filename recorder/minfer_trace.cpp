@@ -16,6 +16,7 @@
 #include "trace_check.h"
 #include "trace_diff.h"
 #include "trace_load.h"
+#include "trace_schema.h"
 #include "trace_summary.h"
 
 using nlohmann::json;
@@ -29,6 +30,8 @@ const char* kUsage =
     "  summary FILE                           model, steps, tokens, largest |x|, NaN/Inf, time per op\n"
     "  diff A B [--json] [--threshold X] [--metric sqnr_db|cosine|max_abs_diff|rel_err] [-o OUT]\n"
     "                                         compare two runs of the same model and prompt\n"
+    "  diff T [...]                           a paired trace (minfer --compare-path): A against its\n"
+    "                                         reference, full-tensor metrics and local errors\n"
     "  export-perfetto FILE [-o OUT]          Chrome trace-event JSON (ui.perfetto.dev)\n"
     "FILE may be .json or .json.gz; unfinished (.partial) traces are accepted. Before any command:\n"
     "  --max-trace-bytes N[K|M|G]             largest JSON text read (inflated size for .gz; default\n"
@@ -46,8 +49,8 @@ std::string base_name(const std::string& p) {
 
 tr::ReadOptions g_read;  // --max-trace-bytes, set once in run()
 
-// A trace for the readers: version 2 and valid (they index fields without checking each).
-json load_v2(const std::string& path) {
+// A trace for the readers: version 2 or 3 and valid (they index fields without checking each).
+json load_valid(const std::string& path) {
   tr::LoadInfo li;
   json t = tr::load_checked_trace(path, &li, g_read);
   if (li.salvaged) std::cerr << path << ": warning: cut mid-step; read up to its last whole step\n";
@@ -64,7 +67,8 @@ int cmd_validate(std::vector<std::string> args) {
   if (file.empty()) throw UsageError("validate: missing FILE");
   tr::LoadInfo li;
   const json t = tr::load_trace(file, &li, g_read);
-  if (t["version"] != 2) minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (version 2 only)");
+  if (t["version"] != 2 && t["version"] != 3)
+    minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (versions ", tr::validated_versions(), ")");
   std::vector<std::string> errs;
   if (schema_path.empty()) {
     errs = tr::validate_trace(t);
@@ -78,7 +82,7 @@ int cmd_validate(std::vector<std::string> args) {
     for (const auto& e : errs) std::cerr << "  " << e << "\n";
     return 1;
   }
-  std::cout << file << ": valid minfer-trace v2, " << t["steps"].size() << " steps, "
+  std::cout << file << ": valid minfer-trace v" << t["version"].dump() << ", " << t["steps"].size() << " steps, "
             << t["graphs"].size() << " graphs, " << (t["complete"] == true ? "complete" : "UNFINISHED (complete: false)")
             << (li.salvaged ? ", salvaged from a cut file" : "") << (li.gzip ? ", gzip" : "") << "\n";
   return 0;
@@ -86,7 +90,7 @@ int cmd_validate(std::vector<std::string> args) {
 
 int cmd_summary(std::vector<std::string> args) {
   if (args.size() != 1) throw UsageError("summary: expected exactly one FILE");
-  tr::write_output_file("-", tr::summarize_trace(load_v2(args[0])));
+  tr::write_output_file("-", tr::summarize_trace(load_valid(args[0])));
   return 0;
 }
 
@@ -104,6 +108,10 @@ void print_diff(const json& d, std::ostream& out) {
             << "B: " << b["file"].get<std::string>() << "  (" << b["backend"].get<std::string>() << ", "
             << b["matmul_path"].get<std::string>() << ", " << b["steps"] << " steps)\n";
   for (const auto& w : d["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+  const bool full = d["metrics_source"] == "full";
+  out << "metrics: " << (full ? "full tensors (paired trace, B = the reference)" : "sampled value grids (A = the reference)")
+      << "\n";
+  if (d["identical"] == true) out << "\nidentical: every compared node and the logits agree exactly\n";
   const json& fd = d["first_divergent"];
   const std::string metric = d["threshold"]["metric"];
   out << "\nfirst divergent node (" << metric << (metric == "sqnr_db" || metric == "cosine" ? " < " : " > ")
@@ -112,8 +120,18 @@ void print_diff(const json& d, std::ostream& out) {
   else
     out << "step " << fd["step"] << ", node " << fd["node"] << " " << fd["name"].get<std::string>() << " ("
               << fd["op"].get<std::string>() << "), " << metric << " = " << f3(fd["value"]) << "\n";
+  if (full) {
+    const json& wl = d["worst_local"];
+    out << "worst local error (the node's own, on A's inputs): ";
+    if (wl.is_null()) out << "none\n";
+    else
+      out << "step " << wl["step"] << ", node " << wl["node"] << " " << wl["name"].get<std::string>() << " ("
+          << wl["op"].get<std::string>() << "), local SQNR " << f3(wl["sqnr_db"], "%.1f") << " dB (full "
+          << f3(wl["full_sqnr_db"], "%.1f") << " dB)\n";
+  }
   out << "token agreement: " << f3(d["token_agreement"], "%.3f") << " over " << d["steps_compared"]
-            << " steps\n\nstep  token A          token B          agree  KL(top-k)  min SQNR dB  node\n";
+            << " steps\n\nstep  token A          token B          agree  " << (full ? "KL(full) " : "KL(top-k)")
+            << "  min SQNR dB  node\n";
   for (const auto& s : d["steps"]) {
     double worst = INFINITY;
     std::string worst_name = "-";
@@ -128,9 +146,19 @@ void print_diff(const json& d, std::ostream& out) {
     char line[256];
     std::snprintf(line, sizeof line, "%4d  %s %s %-5s  %9s  %11s  %s\n", s["index"].get<int>(),
                   tok(s["token_a"], s["text_a"]).c_str(), tok(s["token_b"], s["text_b"]).c_str(),
-                  s["agree"].get<bool>() ? "yes" : "NO", f3(s["kl_topk"]).c_str(),
+                  s["agree"].get<bool>() ? "yes" : "NO", f3(full ? s["kl"] : s["kl_topk"]).c_str(),
                   std::isfinite(worst) ? f3(json(worst), "%.1f").c_str() : "-", worst_name.c_str());
     out << line;
+  }
+  if (full) {  // B ran inside A's steps: only A's node times exist
+    out << "\ntime per op type     A (ms)\n";
+    for (const auto& o : d["op_times"]) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-14s %10.3f\n", o["op"].get<std::string>().c_str(),
+                    o["us_a"].is_number() ? o["us_a"].get<double>() / 1e3 : 0.0);
+      out << line;
+    }
+    return;
   }
   out << "\ntime per op type     A (ms)      B (ms)   B/A\n";
   for (const auto& o : d["op_times"]) {
@@ -164,10 +192,11 @@ int cmd_diff(std::vector<std::string> args) {
     else if (!a.empty() && a[0] == '-') throw UsageError("diff: unknown option '" + a + "'");
     else files.push_back(a);
   }
-  if (files.size() != 2) throw UsageError("diff: expected two trace files A B");
+  if (files.empty() || files.size() > 2) throw UsageError("diff: expected two trace files A B, or one paired trace");
   o.label_a = base_name(files[0]);
-  o.label_b = base_name(files[1]);
-  const json d = tr::diff(load_v2(files[0]), load_v2(files[1]), o);
+  o.label_b = files.size() == 2 ? base_name(files[1]) : o.label_a;
+  const json d = files.size() == 2 ? tr::diff(load_valid(files[0]), load_valid(files[1]), o)
+                                   : tr::diff_paired(load_valid(files[0]), o);
   if (as_json || !out.empty()) tr::write_output_file(out.empty() ? "-" : out, d.dump(1) + "\n");
   if (!as_json) {
     std::ostringstream text;
@@ -194,7 +223,7 @@ int cmd_export(std::vector<std::string> args) {
         out.resize(out.size() - std::strlen(ext));
     out += ".perfetto.json";
   }
-  const json p = tr::to_perfetto(load_v2(file));
+  const json p = tr::to_perfetto(load_valid(file));
   tr::write_output_file(out, p.dump() + "\n");
   if (out != "-") std::cerr << "wrote " << out << " (" << p["traceEvents"].size() << " events; open in ui.perfetto.dev)\n";
   return 0;

@@ -1,15 +1,22 @@
 #include "recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
+#include "compare_json.h"
 #include "core/error.h"
+#include "gpu_time_json.h"
 #include "graph_json.h"
 #include "json_out.h"
+#include "logits_compare.h"
 #include "logits_summary.h"
 #include "selection.h"
+#include "step_pipeline.h"
 #include "trace_file.h"
 
 #ifndef MINFER_VERSION
@@ -54,7 +61,7 @@ void append_key(std::string& o, const char* key) {
   o += "\":";
 }
 
-void append_summary(std::string& o, const TensorSummary& t, const Node& n, const SummarySpec& spec) {
+void append_summary(std::string& o, const TensorSummary& t, int64_t rows, int64_t cols, const SummarySpec& spec) {
   const TensorStats& s = t.stats;
   append_key(o, "stats");
   o += "{\"min\":"; append_number(o, s.min);
@@ -72,8 +79,8 @@ void append_summary(std::string& o, const TensorSummary& t, const Node& n, const
     o += ",\"cols\":"; append_int(o, g.cols);
     o += ",\"row_stride\":"; append_int(o, g.row_stride);
     o += ",\"col_stride\":"; append_int(o, g.col_stride);
-    o += ",\"shape\":["; append_int(o, n.rows());
-    o += ','; append_int(o, n.cols());
+    o += ",\"shape\":["; append_int(o, rows);
+    o += ','; append_int(o, cols);
     o += "],\"values\":[";
     for (size_t i = 0; i < g.values.size(); ++i) {
       if (i) o += ',';
@@ -95,6 +102,71 @@ void append_summary(std::string& o, const TensorSummary& t, const Node& n, const
     o += '}';
   }
 }
+// What a node record holds, gathered on the run's thread right after the step (summaries come
+// from where the tensors live: cheap on both backends) and formatted later on a worker.
+struct NodeData {
+  int id = -1;
+  int64_t rows = 0, cols = 0;
+  NodeTime time;
+  const char* no_output = nullptr;  // set: a record without output
+  TensorSummary summary;
+  std::optional<TensorSummary> ref;                     // paired
+  std::optional<TensorCompare> full, local;             // paired
+  std::vector<Outlier> outliers;
+  bool ref_present = false;                             // outliers carry the reference's values
+  std::optional<BlockScales> act_scales;
+};
+
+// One step's logits as the recorder keeps them until formatting (copies: the caller's buffers
+// are reused by the next step).
+struct LogitsData {
+  std::vector<float> logits, sampled;  // sampled: the penalized logits, when known
+  int32_t chosen = -1;
+  float temperature = 0, repeat_penalty = 1;
+  bool has_sampled = false;
+  bool sampled_is_raw = false;  // the draw used the logits as they are: `sampled` stays empty
+};
+
+LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
+  LogitsData d;
+  d.logits.assign(x, x + n);
+  d.chosen = chosen;
+  if (s.logits) {
+    d.sampled_is_raw = s.logits == x;
+    if (!d.sampled_is_raw) d.sampled.assign(s.logits, s.logits + n);
+    d.temperature = s.temperature;
+    d.repeat_penalty = s.repeat_penalty;
+    d.has_sampled = true;
+  }
+  return d;
+}
+
+// Everything of a finished step the writer needs.
+struct StepData {
+  StepInfo info;
+  double seconds = 0;
+  std::string graph_id;
+  double start_ms = 0;
+  bool selected = false;
+  std::vector<NodeData> nodes;  // execution order
+  std::optional<LogitsData> logits, ref_logits;
+  StepGpuTime gpu;
+};
+
+int pipeline_workers(const nlohmann::json& meta) {
+  // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
+  if (meta.value("backend", std::string()) != "cuda") return 0;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores - 2, 1, 8);
+}
+
+// Adds the time since `t0` to `total` when it goes out of scope.
+struct Stopwatch {
+  double& total;
+  Clock::time_point t0 = Clock::now();
+  ~Stopwatch() { total += ms_between(t0, Clock::now()); }
+};
+
 }  // namespace
 
 struct Recorder::Impl {
@@ -102,10 +174,16 @@ struct Recorder::Impl {
   SummarySpec spec;
   NodeFilter node_filter;
   StepFilter step_filter;
+  StepFilter kernel_filter;
   nlohmann::json meta;
   TokenText token_text;
   TraceFile file;
   Clock::time_point t0 = Clock::now();
+  std::unique_ptr<StepPipeline> pipeline;
+  int workers = 0;
+  // What recording costs the run's own thread (gathering results, copying logits) and how long
+  // it waited for the pipeline: timings.recorder.
+  double run_thread_ms = 0, queue_wait_ms = 0;
 
   struct KnownGraph {
     std::string id;
@@ -120,30 +198,37 @@ struct Recorder::Impl {
   const Graph* graph = nullptr;
   std::string graph_id;
   Clock::time_point step_start;
-  std::vector<std::string> node_records;  // by node id; "" = not recorded
-  std::string logits = "null";
-  std::vector<KernelRecord> kernels;
+  StepData step;               // the step in flight
+  CompareTolerance tolerance;  // paired traces: meta.compare.tolerance
 
   Impl(RecorderOptions o, nlohmann::json m, TokenText tt)
       : opts(std::move(o)),
         spec(opts.spec()),
         node_filter(opts.nodes, "trace nodes"),
         step_filter(opts.steps, "trace steps"),
+        kernel_filter(opts.kernel_steps, "trace kernels"),
         meta(std::move(m)),
         token_text(std::move(tt)),
         file(opts.path) {
     if (!meta.is_object()) meta = nlohmann::json::object();
     meta["options"] = opts.to_json();
     if (!meta.contains("recorded_at")) meta["recorded_at"] = utc_now_iso();
+    if (const auto c = meta.find("compare"); c != meta.end() && c->is_object() && c->contains("tolerance") &&
+                                              (*c)["tolerance"].is_object()) {
+      tolerance.abs = (*c)["tolerance"].value("abs", tolerance.abs);
+      tolerance.rel = (*c)["tolerance"].value("rel", tolerance.rel);
+    }
     if (!meta.contains("minfer_version")) meta["minfer_version"] = MINFER_VERSION;
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
+    workers = pipeline_workers(meta);
+    pipeline = std::make_unique<StepPipeline>(workers, 8);
     write_head();
   }
 
   std::string text_of(int32_t id) const { return token_text ? token_text(id) : std::string(); }
 
   void write_head() {
-    std::string h = "{\"format\":\"minfer-trace\",\"version\":2,\n\"meta\":";
+    std::string h = "{\"format\":\"minfer-trace\",\"version\":3,\n\"meta\":";
     h += dump(meta);
     h += ",\n\"graphs\":[";
     for (size_t i = 0; i < graphs.size(); ++i) {
@@ -151,7 +236,8 @@ struct Recorder::Impl {
       h += dump(graphs[i].json);
     }
     h += "],\n\"steps\":[";
-    file.write_head(h);
+    // In order with the steps: the writer thread owns the file.
+    pipeline->submit([h] { return h; }, [this](std::string& text) { file.write_head(text); });
   }
 
   // The id of g in this trace; a graph seen for the first time is added to the head.
@@ -185,37 +271,79 @@ struct Recorder::Impl {
     graph_id = graph_id_of(g);
     step_selected = step_filter.contains(s.step);
     step_start = Clock::now();
-    node_records.assign(g.nodes.size(), std::string());
-    logits = "null";
-    kernels.clear();
+    step = StepData{};
+    step.graph_id = graph_id;
+    step.selected = step_selected;
+    step.start_ms = ms_between(t0, step_start);
   }
 
-  void node(const Node& n, const NodeOutput* out, const NodeTime& t) {
+  void node(const Node& n, const NodeView& v) {
+    Stopwatch sw{run_thread_ms};
     if (!in_step) fail("recorder: node '", n.name, "' reported outside a step");
-    if (n.id < 0 || static_cast<size_t>(n.id) >= node_records.size())
+    if (n.id < 0 || static_cast<size_t>(n.id) >= graph->nodes.size())
       fail("recorder: node id ", n.id, " ('", n.name, "') is not in the step's graph");
-    std::string o = "{\"id\":";
-    append_int(o, n.id);
-    if (t.measured()) {  // a step replayed as one CUDA graph has no host time per node
-      o += ",\"time_us\":";
-      append_number(o, t.seconds * 1e6);
-      o += ",\"start_us\":";
-      append_number(o, t.start_s * 1e6);
-    }
-    if (out == nullptr || !n.executed() || !n.has_output) {
-      o += ",\"no_output\":\"";
-      o += no_output_reason(n);
-      o += "\"}";
+    NodeData d;
+    d.id = n.id;
+    d.rows = n.rows();
+    d.cols = n.cols();
+    d.time = v.time;
+    if (v.out == nullptr || !n.executed() || !n.has_output) {
+      d.no_output = no_output_reason(n);
     } else {
-      o += ',';
-      append_summary(o, out->summarize(spec), n, spec);
-      o += '}';
+      d.summary = v.out->summarize(spec);
+      if (v.ref) {  // paired: the reference's summary and the metrics against it
+        d.ref = v.ref->summarize(spec);
+        d.full = v.out->compare_to(*v.ref, tolerance);
+        if (v.local_ref) d.local = v.out->compare_to(*v.local_ref, tolerance);
+      }
+      if (opts.outliers > 0) d.outliers = v.out->outliers(opts.outliers, v.ref);
+      if (v.activation && v.activation_block > 0)  // 8-bit matmuls: the activation's block scales
+        d.act_scales = v.activation->block_scales(graph->node(n.src[0]).cols(), v.activation_block);
+      d.ref_present = v.ref != nullptr;
     }
-    node_records[static_cast<size_t>(n.id)] = std::move(o);
+    step.nodes.push_back(std::move(d));
   }
 
-  void on_logits(const float* x, int64_t n_vocab, int32_t chosen) {
-    const LogitsSummary ls = summarize_logits(x, n_vocab, chosen, opts.top_k);
+  std::string node_json(const NodeData& d) const {
+    std::string o = "{\"id\":";
+    append_int(o, d.id);
+    if (d.time.measured()) {  // a step replayed as one CUDA graph has no host time per node
+      o += ",\"time_us\":";
+      append_number(o, d.time.seconds * 1e6);
+      o += ",\"start_us\":";
+      append_number(o, d.time.start_s * 1e6);
+    }
+    if (d.no_output) {
+      o += ",\"no_output\":\"";
+      o += d.no_output;
+      o += "\"}";
+      return o;
+    }
+    o += ',';
+    append_summary(o, d.summary, d.rows, d.cols, spec);
+    if (d.ref) {
+      o += ",\"ref\":{";
+      append_summary(o, *d.ref, d.rows, d.cols, spec);
+      o += '}';
+      append_cmp(o, *d.full, d.local ? &*d.local : nullptr, d.cols);
+    }
+    if (opts.outliers > 0) append_outliers(o, d.outliers, d.cols, d.ref_present);
+    if (d.act_scales) append_act_scales(o, *d.act_scales);
+    o += '}';
+    return o;
+  }
+
+  void on_logits(const StepLogits& l) {
+    Stopwatch sw{run_thread_ms};
+    step.logits = copy_logits(l.logits, l.n_vocab, l.chosen, l.sampled);
+    if (l.ref_logits) step.ref_logits = copy_logits(l.ref_logits, l.n_vocab, l.ref_chosen, l.ref_sampled);
+  }
+
+  // A Logits object; `sampled` when the sampler's logits are known.
+  std::string logits_json(const LogitsData& d) const {
+    const int64_t n_vocab = static_cast<int64_t>(d.logits.size());
+    const int32_t chosen = d.chosen;
+    const LogitsSummary ls = summarize_logits(d.logits.data(), n_vocab, chosen, opts.top_k);
     std::string o = "{\"n_vocab\":";
     append_int(o, ls.n_vocab);
     o += ",\"nonfinite\":";
@@ -243,24 +371,60 @@ struct Recorder::Impl {
     append_int(o, ls.chosen_rank);
     o += ",\"chosen_p\":";
     append_number(o, ls.chosen_rank >= 0 ? ls.chosen_p : 0.0);
+    if (d.has_sampled) {
+      // The distribution the draw came from: penalized logits at the temperature (1 if greedy).
+      const float t = d.temperature > 0 ? d.temperature : 1.0f;
+      if (d.sampled_is_raw && t == 1.0f) {
+        append_sampled(o, ls, d.temperature, d.repeat_penalty);
+      } else {
+        std::vector<float> scaled = d.sampled_is_raw ? d.logits : d.sampled;
+        for (float& v : scaled) v /= t;
+        append_sampled(o, summarize_logits(scaled.data(), n_vocab, chosen, opts.top_k), d.temperature, d.repeat_penalty);
+      }
+    }
     o += '}';
-    logits = std::move(o);
+    return o;
   }
 
   void end(const StepInfo& s, double seconds) {
     if (!in_step) fail("recorder: step ", s.step, " ended without beginning");
+    step.info = s;
+    step.seconds = seconds;
+    // Fused-away nodes the executor did not report are still marked, never silently missing.
+    if (step_selected) {
+      std::vector<bool> seen(graph->nodes.size(), false);
+      for (const NodeData& d : step.nodes) seen[static_cast<size_t>(d.id)] = true;
+      for (const Node& n : graph->nodes)
+        if (!seen[static_cast<size_t>(n.id)] && !n.executed() && node_filter.matches(n.name)) {
+          NodeData d;
+          d.id = n.id;
+          d.no_output = "fused";
+          step.nodes.push_back(std::move(d));
+        }
+      std::stable_sort(step.nodes.begin(), step.nodes.end(), [](const NodeData& a, const NodeData& b) { return a.id < b.id; });
+    }
+    auto data = std::make_shared<StepData>(std::move(step));
+    Stopwatch sw{queue_wait_ms};
+    pipeline->submit([this, data] { return step_json(*data); }, [this](std::string& text) { file.append_step(text); });
+    in_step = false;
+    graph = nullptr;
+  }
+
+  // The step object (docs/trace-format.md, "Step"); runs on a pipeline worker.
+  std::string step_json(const StepData& d) const {
+    const StepInfo& s = d.info;
     std::string o = "{\"index\":";
     append_int(o, s.step);
     o += ",\"phase\":\"";
     o += phase_name(s.phase);
     o += "\",\"graph\":";
-    append_string(o, graph_id);
+    append_string(o, d.graph_id);
     o += ",\"pos\":";
     append_int(o, s.pos0);
     o += ",\"start_ms\":";
-    append_number(o, ms_between(t0, step_start));
+    append_number(o, d.start_ms);
     o += ",\"time_ms\":";
-    append_number(o, seconds * 1e3);
+    append_number(o, d.seconds * 1e3);
     o += ",\"tokens\":[";
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       if (i) o += ',';
@@ -271,42 +435,36 @@ struct Recorder::Impl {
       o += '}';
     }
     o += ']';
-    if (!step_selected) o += ",\"nodes_skipped\":true";
+    append_step_gpu_fields(o, d.gpu);
+    if (!d.selected) o += ",\"nodes_skipped\":true";
     o += ",\"nodes\":[";
-    bool first = true;
-    for (size_t id = 0; id < node_records.size(); ++id) {
-      std::string& r = node_records[id];
-      const Node& n = graph->nodes[id];
-      // Fused-away nodes the executor did not report are still marked, never silently missing.
-      if (r.empty() && step_selected && !n.executed() && node_filter.matches(n.name))
-        r = "{\"id\":" + std::to_string(id) + ",\"no_output\":\"fused\"}";
-      if (r.empty()) continue;
-      if (!first) o += ',';
-      first = false;
+    size_t n_ids = 0;
+    for (const NodeData& nd : d.nodes) n_ids = std::max(n_ids, static_cast<size_t>(nd.id) + 1);
+    const std::vector<NodeGpuTime> node_gpu = node_gpu_times(d.gpu.kernels, n_ids);
+    for (size_t i = 0; i < d.nodes.size(); ++i) {
+      if (i) o += ',';
+      std::string r = node_json(d.nodes[i]);
+      const NodeGpuTime& gt = node_gpu[static_cast<size_t>(d.nodes[i].id)];
+      if (gt.us >= 0) {  // the node's GPU time from its kernels
+        r.pop_back();
+        append_node_gpu_fields(r, gt);
+        r += '}';
+      }
       o += r;
     }
     o += "],\"logits\":";
-    o += logits;
-    o += ",\"kernels\":[";
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const KernelRecord& k = kernels[i];
-      if (i) o += ',';
-      o += "{\"name\":";
-      append_string(o, k.name);
-      o += ",\"node\":"; append_int(o, k.node);
-      o += ",\"start_ns\":"; append_int(o, k.start_ns);
-      o += ",\"duration_ns\":"; append_int(o, k.duration_ns);
-      o += ",\"grid\":[" + std::to_string(k.grid[0]) + ',' + std::to_string(k.grid[1]) + ',' +
-           std::to_string(k.grid[2]) + "],\"block\":[" + std::to_string(k.block[0]) + ',' +
-           std::to_string(k.block[1]) + ',' + std::to_string(k.block[2]) + ']';
-      o += ",\"registers\":"; append_int(o, k.registers);
-      o += ",\"shared_bytes\":"; append_int(o, k.shared_bytes);
-      o += '}';
+    o += d.logits ? logits_json(*d.logits) : std::string("null");
+    if (d.ref_logits && d.logits) {
+      o += ",\"ref_logits\":";
+      o += logits_json(*d.ref_logits);
+      append_step_compare(o, compare_logits(d.logits->logits.data(), d.ref_logits->logits.data(),
+                                            static_cast<int64_t>(d.logits->logits.size())),
+                          d.logits->chosen != d.ref_logits->chosen);
     }
+    o += ",\"kernels\":[";
+    append_kernels(o, d.gpu.kernels);
     o += "]}";
-    file.append_step(o);
-    in_step = false;
-    graph = nullptr;
+    return o;
   }
 };
 
@@ -332,26 +490,57 @@ bool Recorder::wants(const Node& n) const {
 }
 
 void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) {
-  if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, out, t);
+  on_node_view(n, NodeView{out, t});
+}
+
+void Recorder::on_node_view(const Node& n, const NodeView& v) {
+  if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, v);
 }
 
 void Recorder::on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
   (void)s;
-  if (impl_) impl_->on_logits(logits, n_vocab, chosen);
+  StepLogits l;
+  l.logits = logits;
+  l.n_vocab = n_vocab;
+  l.chosen = chosen;
+  if (impl_) impl_->on_logits(l);
+}
+
+void Recorder::on_step_logits(const StepInfo& s, const StepLogits& l) {
+  (void)s;
+  if (impl_) impl_->on_logits(l);
 }
 
 void Recorder::on_step_end(const StepInfo& s, double seconds) {
   if (impl_) impl_->end(s, seconds);
 }
 
-void Recorder::add_kernel(const KernelRecord& k) {
-  if (impl_) impl_->kernels.push_back(k);
+StepRecording Recorder::recording(const StepInfo& s) const {
+  StepRecording r;
+  if (!impl_) return r;
+  r.summaries = impl_->step_selected;
+  r.spec = impl_->spec;
+  r.kernels = impl_->kernel_filter.contains(s.step);
+  r.outliers = impl_->opts.outliers;
+  return r;
+}
+
+void Recorder::on_gpu_time(const StepInfo& s, const StepGpuTime& t) {
+  (void)s;
+  if (impl_) impl_->step.gpu = t;
 }
 
 void Recorder::finish(const nlohmann::json& timings) {
   if (!impl_) return;
   if (impl_->in_step) fail(impl_->file.final_path(), ": finish() with a step still in flight");
-  impl_->file.finish(dump(timings.is_object() ? timings : nlohmann::json::object()));
+  const auto t = Clock::now();
+  impl_->pipeline->drain();
+  nlohmann::json all = timings.is_object() ? timings : nlohmann::json::object();
+  all["recorder"] = {{"run_thread_ms", impl_->run_thread_ms},
+                     {"queue_wait_ms", impl_->queue_wait_ms},
+                     {"final_drain_ms", ms_between(t, Clock::now())},
+                     {"format_threads", impl_->workers}};
+  impl_->file.finish(dump(all));
 }
 
 }  // namespace minfer::trace

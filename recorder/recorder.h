@@ -1,5 +1,5 @@
 // The trace recorder: an Observer that turns every node output, the logits and the step
-// timings into a streamed minfer-trace v2 file (docs/trace-format.md). The CLI does only:
+// timings into a streamed minfer-trace v3 file (docs/trace-format.md). The CLI does only:
 //   auto opts = trace::RecorderOptions::from_env_and_args(args);
 //   trace::Recorder rec(opts, meta_json, [&](int32_t id) { return tok.token_bytes(id); });
 //   executor.set_observer(rec.observer());   // nullptr when no trace was asked for
@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/observer.h"
-#include "kernel_record.h"
 #include "recorder_options.h"
 
 namespace minfer::trace {
@@ -39,13 +38,18 @@ class Recorder final : public Observer {
 
   void on_graph(const Graph& g) override;
   void on_step_begin(const Graph& g, const StepInfo& s) override;
+  StepRecording recording(const StepInfo& s) const override;
   bool wants(const Node& n) const override;
   void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override;
+  // Paired traces add the reference's summary and the comparison (docs: NodeRecord `cmp`).
+  void on_node_view(const Node& n, const NodeView& v) override;
   void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override;
+  // With `sampled` and, paired, `ref_logits` and the step's `compare`.
+  void on_step_logits(const StepInfo& s, const StepLogits& l) override;
   void on_step_end(const StepInfo& s, double seconds) override;
 
-  // A kernel of the step in flight (CUDA backends; CUPTI records arrive before on_step_end).
-  void add_kernel(const KernelRecord& k);
+  // The step's GPU time and kernels (CUDA backends), before on_step_end.
+  void on_gpu_time(const StepInfo& s, const StepGpuTime& t) override;
 
   // Closes the trace: timings (docs: "timings"), "complete": true, moved to the final path.
   void finish(const nlohmann::json& timings);

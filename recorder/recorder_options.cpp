@@ -19,7 +19,7 @@ SummarySpec RecorderOptions::spec() const {
 nlohmann::json RecorderOptions::to_json() const {
   return {{"grid_rows", grid_rows}, {"grid_cols", grid_cols}, {"hist_bins", hist_bins},
           {"top_k", top_k},         {"nodes", nodes},         {"steps", steps},
-          {"stats_only", stats_only}};
+          {"stats_only", stats_only}, {"outliers", outliers}, {"kernel_steps", kernel_steps}};
 }
 
 const char* RecorderOptions::usage() {
@@ -32,7 +32,10 @@ const char* RecorderOptions::usage() {
          "  MINFER_TRACE_TOPK=K          --trace-topk K        logits top-k per step (default 20)\n"
          "  MINFER_TRACE_STEPS=LIST      --trace-steps LIST    steps with node records: all, none,\n"
          "                                                     prefill, decode, 0-3,10, 5- (default all)\n"
-         "  MINFER_TRACE_STATS_ONLY=1    --trace-stats-only    statistics only (no grids, histograms)\n";
+         "  MINFER_TRACE_STATS_ONLY=1    --trace-stats-only    statistics only (no grids, histograms)\n"
+         "  MINFER_TRACE_OUTLIERS=K      --trace-outliers K    largest-|x| elements per node (default 8)\n"
+         "  MINFER_TRACE_KERNELS=LIST    --trace-kernels LIST  steps with per-kernel GPU records (CUPTI;\n"
+         "                                                     cuda only; default 0-4; none = off)\n";
 }
 
 namespace {
@@ -80,6 +83,11 @@ void apply(RecorderOptions& o, const std::string& key, const std::string& v, con
   } else if (key == "steps") {
     StepFilter check(v, what);
     o.steps = v;
+  } else if (key == "kernels") {
+    StepFilter check(v, what);
+    o.kernel_steps = v;
+  } else if (key == "outliers") {
+    o.outliers = parse_count(v, what, 1024);
   } else if (key == "stats-only") {
     o.stats_only = parse_bool(v, what);
   } else {
@@ -100,7 +108,7 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
       {"MINFER_TRACE", "trace"},       {"MINFER_TRACE_NODES", "nodes"},
       {"MINFER_TRACE_GRID", "grid"},   {"MINFER_TRACE_BINS", "bins"},
       {"MINFER_TRACE_TOPK", "topk"},   {"MINFER_TRACE_STEPS", "steps"},
-      {"MINFER_TRACE_STATS_ONLY", "stats-only"}};
+      {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"}};
   for (const auto& [var, key] : kEnv) {
     auto it = env.find(var);
     if (it == env.end()) continue;
@@ -140,7 +148,7 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
 RecorderOptions RecorderOptions::from_env_and_args(std::vector<std::string>& args) {
   std::map<std::string, std::string> env;
   for (const char* var : {"MINFER_TRACE", "MINFER_TRACE_NODES", "MINFER_TRACE_GRID", "MINFER_TRACE_BINS",
-                          "MINFER_TRACE_TOPK", "MINFER_TRACE_STEPS", "MINFER_TRACE_STATS_ONLY"})
+                          "MINFER_TRACE_TOPK", "MINFER_TRACE_STEPS", "MINFER_TRACE_STATS_ONLY", "MINFER_TRACE_OUTLIERS"})
     if (const char* v = std::getenv(var)) env[var] = v;
   return from_env_and_args(env, args);
 }

@@ -21,6 +21,10 @@ struct RecorderOptions {
   std::string nodes;          // comma-separated glob patterns, "" = all nodes
   std::string steps = "all";  // "all", "none", "prefill", "decode", "0-3,10", "5-"
   bool stats_only = false;    // no grids, no histograms
+  int outliers = 8;           // largest-|x| elements kept per node record (0: none)
+  // Steps whose GPU kernels are recorded one by one (CUPTI; it slows the kernels it watches);
+  // every other recorded step gets its GPU time from a pair of events. Same syntax as steps.
+  std::string kernel_steps = "0-4";
 
   bool enabled() const { return !path.empty(); }
   SummarySpec spec() const;

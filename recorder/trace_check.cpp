@@ -113,6 +113,7 @@ struct Checker {
       if (h < -1e-6 || h > hmax * (1 + kRel) + 1e-6)
         err(at + "/entropy", "outside [0, log(n_vocab)]");
     }
+    if (l.contains("sampled")) sampled(l["sampled"], l, meta, at + "/sampled");
     const int64_t chosen = l["chosen"], rank = l["chosen_rank"];
     if ((chosen < 0) != (rank < 0)) err(at + "/chosen_rank", "must be -1 exactly when chosen is -1");
     if (chosen < 0) return;
@@ -127,6 +128,80 @@ struct Checker {
       const double p = l["chosen_p"], q = top[found]["p"];
       if (std::fabs(p - q) > kRel * std::max(p, q) + 1e-12) err(at + "/chosen_p", "differs from its top entry's p");
     }
+  }
+
+  // The sampler's distribution: a top-k like the raw one (descending, in the vocabulary).
+  void sampled(const json& sm, const json& l, const json& meta, const std::string& at) {
+    const auto& top = sm["top"];
+    double sum = 0;
+    for (size_t i = 0; i < top.size(); ++i) {
+      const double p = top[i]["p"];
+      sum += p;
+      if (i > 0 && p > top[i - 1]["p"].get<double>() * (1 + kRel) + 1e-12)
+        err(at + "/top/" + std::to_string(i), "probabilities are not in descending order");
+      if (top[i]["id"].get<int64_t>() >= l["n_vocab"].get<int64_t>())
+        err(at + "/top/" + std::to_string(i) + "/id", "token id outside the vocabulary");
+    }
+    if (sum > 1 + 1e-3) err(at + "/top", "probabilities sum to " + std::to_string(sum) + " > 1");
+    if (meta.contains("options") && top.size() > meta["options"]["top_k"].get<size_t>())
+      err(at + "/top", "has more entries than options.top_k");
+    if (l["chosen"].get<int64_t>() < 0 && !sm["chosen_p"].is_null()) err(at + "/chosen_p", "a probability although nothing was chosen");
+  }
+
+  // v3 additions of a node record with stats: the reference's summary, the comparison, the
+  // outliers and the activation's block scales, against the node's shape and the run's meta.
+  void node_extras(const json& r, const json& node, const json& meta, const std::string& here) {
+    const bool paired = meta.contains("compare");
+    const int64_t R = node["shape"][0], C = node["shape"][1], elems = times(R, C);
+    for (const char* k : {"ref", "cmp"})
+      if (r.contains(k) && !paired) err(here + "/" + k, "present but meta.compare is absent (not a paired trace)");
+    if (r.contains("ref")) {
+      const json& ref = r["ref"];
+      if (ref["stats"]["count"] != elems)
+        err(here + "/ref/stats/count", ref["stats"]["count"].dump() + " but the node's shape holds " + std::to_string(elems));
+      stats(ref["stats"], here + "/ref/stats");
+      if (ref.contains("grid")) grid(ref["grid"], node, here + "/ref/grid");
+      if (ref.contains("hist")) hist(ref["hist"], ref["stats"], here + "/ref/hist");
+    }
+    if (r.contains("cmp")) {
+      const json& c = r["cmp"];
+      if (c["n_beyond"].get<int64_t>() > elems) err(here + "/cmp/n_beyond", "exceeds the element count " + std::to_string(elems));
+      if (c["max_abs_at"].is_array() && (c["max_abs_at"][0].get<int64_t>() >= R || c["max_abs_at"][1].get<int64_t>() >= C))
+        err(here + "/cmp/max_abs_at", c["max_abs_at"].dump() + " is outside the shape " + node["shape"].dump());
+      if (num(c["cosine"]) && std::fabs(c["cosine"].get<double>()) > 1 + 1e-5) err(here + "/cmp/cosine", "outside [-1, 1]");
+    }
+    if (r.contains("outliers")) {
+      const json& o = r["outliers"];
+      if (meta.contains("options") && meta["options"].contains("outliers") &&
+          o.size() > meta["options"]["outliers"].get<size_t>())
+        err(here + "/outliers", "has more entries than options.outliers");
+      for (size_t i = 0; i < o.size(); ++i) {
+        const std::string at = here + "/outliers/" + std::to_string(i);
+        if (o[i]["row"].get<int64_t>() >= R || o[i]["col"].get<int64_t>() >= C) err(at, "outside the shape " + node["shape"].dump());
+        if (o[i].contains("ref_value") != paired) err(at, paired ? "missing ref_value in a paired trace" : "ref_value without meta.compare");
+        const auto mag = [](const json& v) { return v.is_number() ? std::fabs(v.get<double>()) : INFINITY; };
+        if (i > 0 && mag(o[i]["value"]) > mag(o[i - 1]["value"]) * (1 + kRel)) err(at, "not in descending order of |value|");
+      }
+    }
+    if (r.contains("act_scales")) {
+      const json& a = r["act_scales"];
+      if (node["op"] != "matmul" && node["op"] != "logits") err(here + "/act_scales", "on a " + node["op"].get<std::string>() + " node (matmul and logits only)");
+      const double lo = a["min"], hi = a["max"], mean = a["mean"], tol = kRel * std::max(hi, 1e-30);
+      if (lo > hi + tol || mean < lo - tol || mean > hi + tol) err(here + "/act_scales", "not min <= mean <= max");
+    }
+  }
+
+  // A paired step: the reference's logits and the step comparison agree with both logits.
+  void step_compare(const json& s, const json& meta, const std::string& at) {
+    const bool paired = meta.contains("compare");
+    for (const char* k : {"ref_logits", "compare"})
+      if (s.contains(k) && !paired) err(at + "/" + k, "present but meta.compare is absent (not a paired trace)");
+    if (!s.contains("compare") || s["logits"].is_null() || !s.contains("ref_logits") || s["ref_logits"].is_null()) return;
+    const json &c = s["compare"], &la = s["logits"], &lb = s["ref_logits"];
+    if (!la["top"].empty() && c["top1_a"] != la["top"][0]["id"]) err(at + "/compare/top1_a", "differs from logits.top[0].id");
+    if (!lb["top"].empty() && c["top1_b"] != lb["top"][0]["id"]) err(at + "/compare/top1_b", "differs from ref_logits.top[0].id");
+    if (c["chosen_differs"].get<bool>() != (la["chosen"] != lb["chosen"]))
+      err(at + "/compare/chosen_differs", "disagrees with logits.chosen and ref_logits.chosen");
   }
 
   void step(const json& s, size_t i, const std::map<std::string, const json*>& graphs,
@@ -167,10 +242,13 @@ struct Checker {
       stats(r["stats"], here + "/stats");
       if (r.contains("grid")) grid(r["grid"], node, here + "/grid");
       if (r.contains("hist")) hist(r["hist"], r["stats"], here + "/hist");
+      node_extras(r, node, meta, here);
     }
     if (s.contains("nodes_skipped") && s["nodes_skipped"] == true && !s["nodes"].empty())
       err(at + "/nodes", "nodes_skipped but node records present");
     if (!s["logits"].is_null()) logits(s["logits"], meta, at + "/logits");
+    if (s.contains("ref_logits") && !s["ref_logits"].is_null()) logits(s["ref_logits"], meta, at + "/ref_logits");
+    step_compare(s, meta, at);
     for (size_t k = 0; k < s["kernels"].size(); ++k)
       if (s["kernels"][k]["node"].get<int64_t>() >= static_cast<int64_t>(nodes.size()))
         err(at + "/kernels/" + std::to_string(k) + "/node", "node is not in the step's graph");
@@ -195,8 +273,12 @@ std::vector<std::string> check_consistency(const json& t, size_t max_errors) {
 }
 
 std::vector<std::string> validate_trace(const json& t, size_t max_errors) {
-  static const SchemaValidator validator(trace_schema_v2());
-  auto errs = validator.validate(t, max_errors);
+  static const SchemaValidator v2(trace_schema(2)), v3(trace_schema(3));
+  const json* version = t.is_object() && t.contains("version") ? &t["version"] : nullptr;
+  if (!version || !version->is_number_integer() || (*version != 2 && *version != 3))
+    return {"/version: " + (version ? version->dump() : std::string("missing")) + " is not a version validated here (" +
+            validated_versions() + ")"};
+  auto errs = (*version == 2 ? v2 : v3).validate(t, max_errors);
   if (!errs.empty()) return errs;
   return check_consistency(t, max_errors);
 }

@@ -1,4 +1,5 @@
-// Validation of a loaded trace: the JSON Schema first, then the consistency the schema cannot
+// Validation of a loaded trace: the JSON Schema of its version first (2 or 3; trace_schema.h),
+// then the consistency the schema cannot
 // express (node ids exist in the referenced graph, grid sizes, histogram totals, step order,
 // the chosen token's rank against the top-k, ...).
 #pragma once
@@ -10,7 +11,8 @@
 namespace minfer::trace {
 
 // Problems found, each "<JSON pointer>: <what>"; empty when the trace is valid. Consistency
-// checks run only when the schema passes (they rely on its shapes).
+// checks run only when the schema passes (they rely on its shapes). A version without a schema
+// here is one problem at /version.
 std::vector<std::string> validate_trace(const nlohmann::json& trace, size_t max_errors = 50);
 
 // Only the consistency checks (the schema must already pass).

@@ -148,28 +148,97 @@ json side_info(const json& t, const std::string& label) {
           {"steps", t["steps"].size()}};
 }
 
-}  // namespace
-
-json diff(const json& a, const json& b, const DiffOptions& o) {
+void check_metric(const DiffOptions& o) {
   static const std::set<std::string> metrics = {"sqnr_db", "cosine", "max_abs_diff", "rel_err"};
   if (!metrics.count(o.metric))
     fail("diff: unknown metric '", o.metric, "' (use sqnr_db, cosine, max_abs_diff or rel_err)");
-  for (const json* t : {&a, &b})
-    if (!t->is_object() || !t->contains("graphs") || !t->contains("steps") || (*t)["version"] != 2)
-      fail("diff: ", t == &a ? o.label_a : o.label_b, " is not a minfer-trace version 2 document");
+}
+
+void check_document(const json& t, const std::string& label) {
+  if (!t.is_object() || !t.contains("graphs") || !t.contains("steps") || (t["version"] != 2 && t["version"] != 3))
+    fail("diff: ", label, " is not a minfer-trace version 2 or 3 document");
+}
+
+// The fields every comparison output starts with.
+json output_head(const json& a, const DiffOptions& o, const char* metrics_source) {
+  json out;
+  out["model"] = {{"file", str_at(a, {"meta", "model", "file"})}, {"sha256", str_at(a, {"meta", "model", "sha256"})}};
+  out["threshold"] = {{"metric", o.metric}, {"value", o.threshold}};
+  out["metrics_source"] = metrics_source;
+  out["first_divergent"] = nullptr;
+  out["worst_local"] = nullptr;
+  out["steps"] = json::array();
+  return out;
+}
+
+// Token fields of a step from the two Logits objects (either may be null). Counts agreement.
+void step_tokens(json& st, const json& la_j, const json& lb_j, size_t& agree, size_t& with_tokens) {
+  const bool la = la_j.is_object(), lb = lb_j.is_object();
+  st["token_a"] = la ? la_j["chosen"] : json(nullptr);
+  st["token_b"] = lb ? lb_j["chosen"] : json(nullptr);
+  st["text_a"] = la ? la_j["chosen_text"] : json("");
+  st["text_b"] = lb ? lb_j["chosen_text"] : json("");
+  st["agree"] = la && lb && st["token_a"] == st["token_b"];
+  if (la && lb) {
+    ++with_tokens;
+    agree += st["agree"].get<bool>();
+  }
+  st["kl_topk"] = la && lb ? r6(kl_topk(la_j, lb_j)) : json(nullptr);
+  st["entropy_a"] = la ? la_j["entropy"] : json(nullptr);
+  st["entropy_b"] = lb ? lb_j["entropy"] : json(nullptr);
+}
+
+// The relative error of each statistic; returns the largest finite one.
+double stats_rel_err(const json& a, const json& b, json& out) {
+  double worst = 0;
+  for (const char* k : {"min", "max", "mean", "absmean", "std"}) {
+    const double e = rel_err(a[k], b[k]);
+    out[k] = r6(e);
+    if (std::isfinite(e)) worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+int64_t nonfinite(const json& stats) { return stats["nan"].get<int64_t>() + stats["inf"].get<int64_t>(); }
+
+// Whether a node's metric value passes the threshold (see DiffOptions::metric).
+bool diverges(const DiffOptions& o, double value) {
+  const bool below = o.metric == "sqnr_db" || o.metric == "cosine";
+  return std::isfinite(value) && (below ? value < o.threshold : value > o.threshold);
+}
+
+void finish_output(json& out, size_t n, size_t agree, size_t with_tokens, bool identical,
+                   const std::map<std::string, std::array<double, 3>>& op_times, bool times_b, json warnings) {
+  out["steps_compared"] = n;
+  out["token_agreement"] = with_tokens ? r6(static_cast<double>(agree) / with_tokens) : json(nullptr);
+  // A self-comparison: nothing diverged, so nothing is named (not even the closest node).
+  out["identical"] = identical;
+  if (identical) out["first_divergent"] = nullptr;
+  json ops = json::array();
+  for (auto& [op, t] : op_times)
+    ops.push_back({{"op", op}, {"us_a", r6(t[0])}, {"us_b", times_b ? r6(t[1]) : json(nullptr)},
+                   {"count", static_cast<int64_t>(t[2])}});
+  std::sort(ops.begin(), ops.end(), [](const json& x, const json& y) {
+    return num_or_nan(x["us_a"]) > num_or_nan(y["us_a"]);
+  });
+  out["op_times"] = std::move(ops);
+  out["warnings"] = std::move(warnings);
+}
+
+}  // namespace
+
+json diff(const json& a, const json& b, const DiffOptions& o) {
+  check_metric(o);
+  check_document(a, o.label_a);
+  check_document(b, o.label_b);
   check_same_run(a, b, o);
-  const bool below_diverges = o.metric == "sqnr_db" || o.metric == "cosine";
 
   std::map<std::string, const json*> graphs;
   for (const auto& g : a["graphs"]) graphs[g["id"].get<std::string>()] = &g;
 
-  json out;
+  json out = output_head(a, o, "grid");
   out["a"] = side_info(a, o.label_a);
   out["b"] = side_info(b, o.label_b);
-  out["model"] = {{"file", str_at(a, {"meta", "model", "file"})}, {"sha256", str_at(a, {"meta", "model", "sha256"})}};
-  out["threshold"] = {{"metric", o.metric}, {"value", o.threshold}};
-  out["first_divergent"] = nullptr;
-  out["steps"] = json::array();
   json warnings = json::array();
   if (!a.value("complete", false)) warnings.push_back(o.label_a + " is an unfinished trace");
   if (!b.value("complete", false)) warnings.push_back(o.label_b + " is an unfinished trace");
@@ -182,29 +251,21 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
   size_t agree = 0, with_tokens = 0, no_grid = 0;
   bool inputs_agree = true;
   const size_t n = std::min(a["steps"].size(), b["steps"].size());
+  // Identical: same step count, and every step's tokens, logits and compared nodes equal at the
+  // recorded precision.
+  bool identical = n > 0 && a["steps"].size() == b["steps"].size();
   for (size_t si = 0; si < n; ++si) {
     const json &sa = a["steps"][si], &sb = b["steps"][si];
     const json& g = *graphs.at(sa["graph"].get<std::string>());
     json st;
     st["index"] = si;
     st["phase"] = sa["phase"];
-    const bool la = !sa["logits"].is_null(), lb = !sb["logits"].is_null();
-    st["token_a"] = la ? sa["logits"]["chosen"] : json(nullptr);
-    st["token_b"] = lb ? sb["logits"]["chosen"] : json(nullptr);
-    st["text_a"] = la ? sa["logits"]["chosen_text"] : json("");
-    st["text_b"] = lb ? sb["logits"]["chosen_text"] : json("");
-    st["agree"] = la && lb && st["token_a"] == st["token_b"];
-    if (la && lb) {
-      ++with_tokens;
-      agree += st["agree"].get<bool>();
-    }
+    step_tokens(st, sa["logits"], sb["logits"], agree, with_tokens);
     // Once one step's input tokens differ, every later step differs too (its KV cache holds the
     // other tokens), even where the tokens happen to match again.
     inputs_agree = inputs_agree && sa["tokens"] == sb["tokens"];
     st["inputs_agree"] = inputs_agree;
-    st["kl_topk"] = la && lb ? r6(kl_topk(sa["logits"], sb["logits"])) : json(nullptr);
-    st["entropy_a"] = la ? sa["logits"]["entropy"] : json(nullptr);
-    st["entropy_b"] = lb ? sb["logits"]["entropy"] : json(nullptr);
+    identical = identical && inputs_agree && sa["logits"] == sb["logits"];
     st["time_ms_a"] = sa["time_ms"];
     st["time_ms_b"] = sb["time_ms"];
 
@@ -228,15 +289,10 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
       nr["name"] = node["name"];
       nr["op"] = op;
       json re;
-      double worst = 0;
-      for (const char* k : {"min", "max", "mean", "absmean", "std"}) {
-        const double e = rel_err(ra["stats"][k], rbj["stats"][k]);
-        re[k] = r6(e);
-        if (std::isfinite(e)) worst = std::max(worst, e);
-      }
+      const double worst = stats_rel_err(ra["stats"], rbj["stats"], re);
       nr["rel_err"] = re;
-      nr["nonfinite_a"] = ra["stats"]["nan"].get<int64_t>() + ra["stats"]["inf"].get<int64_t>();
-      nr["nonfinite_b"] = rbj["stats"]["nan"].get<int64_t>() + rbj["stats"]["inf"].get<int64_t>();
+      nr["nonfinite_a"] = nonfinite(ra["stats"]);
+      nr["nonfinite_b"] = nonfinite(rbj["stats"]);
       const GridCompare gc = compare_grids(ra, rbj);
       nr["max_abs_diff"] = gc.ok ? r6(gc.max_abs) : json(nullptr);
       nr["cosine"] = gc.ok ? r6(gc.cosine) : json(nullptr);
@@ -244,13 +300,14 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
       if (!gc.ok) ++no_grid;
       nr["time_us_a"] = ra.value("time_us", json(nullptr));
       nr["time_us_b"] = rbj.value("time_us", json(nullptr));
+      identical = identical && nr["nonfinite_a"] == nr["nonfinite_b"] && worst == 0 &&
+                  (!gc.ok || (gc.max_abs == 0 && gc.nonfinite_mismatch == 0));
 
       double value = std::nan("");
       if (o.metric == "rel_err") value = worst;
       else if (gc.ok) value = o.metric == "sqnr_db" ? gc.sqnr_db : o.metric == "cosine" ? gc.cosine : gc.max_abs;
-      const bool diverged = std::isfinite(value) && (below_diverges ? value < o.threshold : value > o.threshold);
       // Never blamed on a node whose step saw other inputs: that is not the node's error.
-      if (diverged && inputs_agree && out["first_divergent"].is_null())
+      if (diverges(o, value) && inputs_agree && out["first_divergent"].is_null())
         out["first_divergent"] = {{"step", si}, {"node", id}, {"name", node["name"]}, {"op", op},
                                   {"value", r6(value)}, {"sqnr_db", nr["sqnr_db"]}};
       nodes.push_back(std::move(nr));
@@ -261,16 +318,96 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
   if (no_grid > 0 && o.metric != "rel_err")
     warnings.push_back(std::to_string(no_grid) + " node records have no comparable value grids (stats-only "
                        "trace or different grid options): they cannot diverge by " + o.metric);
-  out["steps_compared"] = n;
-  out["token_agreement"] = with_tokens ? r6(static_cast<double>(agree) / with_tokens) : json(nullptr);
-  json ops = json::array();
-  for (auto& [op, t] : op_times)
-    ops.push_back({{"op", op}, {"us_a", r6(t[0])}, {"us_b", r6(t[1])}, {"count", static_cast<int64_t>(t[2])}});
-  std::sort(ops.begin(), ops.end(), [](const json& x, const json& y) {
-    return num_or_nan(x["us_a"]) > num_or_nan(y["us_a"]);
-  });
-  out["op_times"] = std::move(ops);
-  out["warnings"] = std::move(warnings);
+  finish_output(out, n, agree, with_tokens, identical, op_times, true, std::move(warnings));
+  return out;
+}
+
+json diff_paired(const json& t, const DiffOptions& o) {
+  check_metric(o);
+  check_document(t, o.label_a);
+  if (t["version"] != 3 || !t["meta"].contains("compare"))  // the v3 schema checks meta.compare's shape
+    fail("diff: ", o.label_a, " is not a paired trace (no meta.compare, recorded without --compare-path): "
+         "give two traces A B");
+  const json& cm = t["meta"]["compare"];
+  std::map<std::string, const json*> graphs;
+  for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+
+  json out = output_head(t, o, "full");
+  out["a"] = side_info(t, o.label_a);
+  out["b"] = side_info(t, o.label_a + " (reference)");
+  out["b"]["matmul_path"] = cm["path"];
+  out["b"]["backend"] = cm["backend"];
+  json warnings = json::array();
+  if (!t.value("complete", false)) warnings.push_back(o.label_a + " is an unfinished trace");
+
+  std::map<std::string, std::array<double, 3>> op_times;
+  size_t agree = 0, with_tokens = 0, no_cmp = 0;
+  bool identical = !t["steps"].empty();
+  double worst_local = INFINITY;
+  const size_t n = t["steps"].size();
+  for (size_t si = 0; si < n; ++si) {
+    const json& s = t["steps"][si];
+    const json& g = *graphs.at(s["graph"].get<std::string>());
+    const json ref_logits = s.value("ref_logits", json(nullptr));
+    json st;
+    st["index"] = si;
+    st["phase"] = s["phase"];
+    step_tokens(st, s["logits"], ref_logits, agree, with_tokens);
+    st["inputs_agree"] = true;  // lockstep: B was fed the tokens A was fed
+    st["kl"] = s.contains("compare") ? s["compare"]["kl"] : json(nullptr);
+    identical = identical && st["kl"] == 0 && st["agree"] == true;
+    st["time_ms_a"] = s["time_ms"];
+    st["time_ms_b"] = nullptr;
+    json nodes = json::array();
+    for (const auto& r : s["nodes"]) {
+      const int64_t id = r["id"];
+      const json& node = g["nodes"][static_cast<size_t>(id)];
+      const std::string op = node["op"];
+      auto& ot = op_times[op];
+      ot[0] += r.value("time_us", 0.0);
+      ot[2] += 1;
+      if (!r.contains("stats")) continue;
+      if (!r.contains("cmp") || !r.contains("ref")) {
+        ++no_cmp;
+        continue;
+      }
+      const json& c = r["cmp"];
+      json nr;
+      nr["id"] = id;
+      nr["name"] = node["name"];
+      nr["op"] = op;
+      json re;
+      const double worst = stats_rel_err(r["stats"], r["ref"]["stats"], re);
+      nr["rel_err"] = re;
+      nr["nonfinite_a"] = nonfinite(r["stats"]);
+      nr["nonfinite_b"] = nonfinite(r["ref"]["stats"]);
+      for (const char* k : {"max_abs_diff", "cosine", "sqnr_db", "rel_l2", "n_beyond", "max_abs_at"}) nr[k] = c[k];
+      nr["local"] = c.value("local", json(nullptr));
+      nr["time_us_a"] = r.value("time_us", json(nullptr));
+      nr["time_us_b"] = nullptr;
+      identical = identical && c["max_abs_diff"] == 0 && c["sqnr_db"] == kSqnrCapDb;
+
+      const double value = o.metric == "rel_err" ? worst : num_or_nan(c[o.metric]);
+      if (diverges(o, value) && out["first_divergent"].is_null())
+        out["first_divergent"] = {{"step", si}, {"node", id}, {"name", node["name"]}, {"op", op},
+                                  {"value", r6(value)}, {"sqnr_db", c["sqnr_db"]}};
+      // The node that adds the most error itself: the lowest local SQNR (first on ties).
+      const double local = nr["local"].is_object() ? num_or_nan(nr["local"]["sqnr_db"]) : NAN;
+      if (std::isfinite(local) && local < worst_local && local < kSqnrCapDb) {
+        worst_local = local;
+        out["worst_local"] = {{"step", si}, {"node", id}, {"name", node["name"]}, {"op", op},
+                              {"sqnr_db", nr["local"]["sqnr_db"]}, {"rel_l2", nr["local"]["rel_l2"]},
+                              {"full_sqnr_db", c["sqnr_db"]}};
+      }
+      nodes.push_back(std::move(nr));
+    }
+    st["nodes"] = std::move(nodes);
+    out["steps"].push_back(std::move(st));
+  }
+  if (no_cmp > 0)
+    warnings.push_back(std::to_string(no_cmp) + " node records have no comparison with the reference");
+  if (!cm.value("local", false)) warnings.push_back("the backend could not rerun nodes: no local error");
+  finish_output(out, n, agree, with_tokens, identical, op_times, false, std::move(warnings));
   return out;
 }
 

@@ -1,12 +1,15 @@
 // Comparison of two traces of the same model and prompt (e.g. the MMQ and the float matmul
 // path): aligned by step and node, with per-node errors over the value grids, the first node
-// that diverges, token agreement, top-k KL and time deltas. The output format is
-// docs/trace-format.md "Comparison output"; minfer-trace diff and minfer-viz /api/compare
-// both serve it.
+// that diverges, token agreement, top-k KL and time deltas. A paired trace (meta.compare) is
+// compared with itself instead: A against its reference, from the full-tensor metrics it holds.
+// The output format is docs/trace-format.md "Comparison output"; minfer-trace diff and
+// minfer-viz /api/compare both serve it.
 #pragma once
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "exec/tensor_compare.h"
 
 namespace minfer::trace {
 
@@ -19,12 +22,16 @@ struct DiffOptions {
   std::string label_a = "A", label_b = "B";  // names in the output and errors (file names)
 };
 
-// SQNR over grids is capped to [-200, 200] dB: 200 means identical at the recorded precision,
-// -200 a non-finite value on one side only.
-inline constexpr double kSqnrCapDb = 200;
+// SQNR over grids is capped to [-200, 200] dB (minfer::kSqnrCapDb): 200 means identical at the
+// recorded precision, -200 a non-finite value on one side only.
 
-// Throws Error when the traces are of different models (sha256), different graphs (node names
-// or ops differ), different prompts, or an unknown metric.
+// Two traces ("metrics_source": "grid"). Throws Error when the traces are of different models
+// (sha256), different graphs (node names or ops differ), different prompts, or an unknown metric.
 nlohmann::json diff(const nlohmann::json& a, const nlohmann::json& b, const DiffOptions& opts = {});
+
+// A paired trace, A against its reference B ("metrics_source": "full"): the same output with the
+// full-tensor metrics of each node's `cmp`, each node's local error, and `worst_local` (the node
+// with the lowest local SQNR). Throws Error when the trace is not paired (no meta.compare).
+nlohmann::json diff_paired(const nlohmann::json& t, const DiffOptions& opts = {});
 
 }  // namespace minfer::trace

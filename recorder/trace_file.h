@@ -1,6 +1,6 @@
 // The streamed trace file: "<path>.partial" is valid JSON after every finished step, and a
 // finished trace is renamed (or gzipped, for ".gz" paths) into place. Layout:
-//   {"format":..,"version":2,\n"meta":{..},\n"graphs":[..],\n"steps":[\n{step},\n{step}
+//   {"format":..,"version":3,\n"meta":{..},\n"graphs":[..],\n"steps":[\n{step},\n{step}
 //   \n],"complete":false}            <- the tail, overwritten by the next step
 // Every step starts with "\n{" and nothing else in the file does (JSON text escapes raw
 // newlines), which lets a reader cut a file killed mid-write back to its last whole step.

@@ -34,6 +34,11 @@ std::string summarize_trace(const json& t, int top_nodes) {
      << ", sha256 " << model.value("sha256", "?").substr(0, 16) << ")\n";
   os << "run       backend " << meta.value("backend", "?") << ", matmul " << meta.value("matmul_path", "?")
      << ", device " << meta.value("device", "?") << ", recorded " << meta.value("recorded_at", "?") << "\n";
+  if (meta.contains("compare") && meta["compare"].is_object())  // v3 paired trace
+    os << "paired    against the " << meta["compare"].value("path", "?") << " path in lockstep "
+       << "(`minfer-trace diff FILE` compares them)\n";
+  if (meta.contains("tokens_from") && meta["tokens_from"].is_object())
+    os << "replayed  the tokens of " << meta["tokens_from"].value("file", "?") << " (--tokens-from)\n";
   const json& steps = t["steps"];
   size_t decode = steps.empty() ? 0 : steps.size() - 1;
   os << "steps     " << steps.size() << " (prefill + " << decode << " decode)"

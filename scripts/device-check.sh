@@ -5,8 +5,10 @@
 # $OUT (the device tool's output folder; out/device when run by hand), bundled so at most a few
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
-#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench parity
-#                                         (default: build tests sanitize generate diff bench)
+#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace parity
+#                                         (default: build tests sanitize generate diff bench trace)
+# Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
+# (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -15,7 +17,7 @@ OUT=${OUT:-$ROOT/out/device}
 LOGS=$OUT/logs
 B=${MINFER_DEVICE_BUILD:-$ROOT/build-device}
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(build tests sanitize generate diff bench)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(build tests sanitize generate diff bench trace)
 mkdir -p "$LOGS" "$ROOT/models"
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
@@ -35,11 +37,11 @@ if has build; then
 fi
 
 if has tests; then
-  (cd "$B" && ctest -R "cuda" --output-on-failure --timeout 900 -j4 > "$LOGS/ctest-gpu.log" 2>&1)
-  say "gpu ctest: $(grep -E 'tests passed|tests failed' "$LOGS/ctest-gpu.log")"
+  (cd "$B" && ctest -R "${MINFER_DEVICE_TESTS:-cuda}" --output-on-failure --timeout 900 -j4 > "$LOGS/ctest-gpu.log" 2>&1)
+  say "gpu ctest: $(grep -E 'tests passed|tests failed' "$LOGS/ctest-gpu.log") $(grep -E 'Skipped|Failed' "$LOGS/ctest-gpu.log" | tr -s ' ' | tr '\n' ';')"
   grep -E "^\s+[0-9]+ - |FAILED|Failure|Expected|Which is|actual|SKIPPED" "$LOGS/ctest-gpu.log" | head -60
   # Each test program's own table (worst node per step for every weight type and path).
-  for t in "$B"/tests/test_cuda_backend; do
+  [ -z "${MINFER_DEVICE_TESTS:-}" ] && for t in "$B"/tests/test_cuda_backend; do
     [ -x "$t" ] && "$t" --gtest_brief=1 > "$LOGS/test_cuda_backend.txt" 2>&1
   done
   grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -40 >> "$SUMMARY"
@@ -60,6 +62,7 @@ if has generate || has diff || has bench; then
   need=()
   has generate && for w in $TYPES; do need+=("$PRESET $w"); done
   has bench && for w in q4_0 q8_0 q4_k_m; do need+=("$PRESET $w"); done
+  has trace && for w in q4_0 q8_0; do need+=("$PRESET $w"); done
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
   while read -r p w; do gen_one "$p" "$w" & done < <(printf '%s\n' "${need[@]}" | sort -u)
   wait
@@ -125,10 +128,12 @@ PY
     bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
     bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
   done
+  if [ "${MINFER_DEVICE_BENCH:-all}" = all ]; then
   bench "q4_0-mmq-unfused" q4_0 MINFER_CUDA_FUSION=0 -- -p 512 -n 128 -r 5
   bench "q4_0-mmq-eager" q4_0 MINFER_NO_CUDA_GRAPH=1 -- -p 512 -n 128 -r 5
   bench "q4_0-mmq-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
   bench "q8_0-mmq-depth4096" q8_0 -- -p 512 -n 128 -d 4096 -r 5
+  fi
 fi
 
 if has sanitize; then
@@ -145,6 +150,42 @@ if has sanitize; then
     done
     say "compute-sanitizer $tool over test_cuda_*: $fails program(s) with findings or failures"
   done
+fi
+
+if has trace; then
+  # The GPU recorder: overhead of each trace configuration, the CUDA sample pair (MMQ and f16
+  # prefill of the same prompt, with kernels), the per-kernel breakdown of a decode step, a
+  # traced run killed mid-way, and CUPTI refused (another profiler attached, or switched off).
+  TR=$OUT/traces; mkdir -p "$TR"
+  for w in q4_0 q8_0; do
+    "$ROOT/scripts/bench-trace-overhead.sh" "$B" "$(model "$w")" 128 "${MINFER_DEVICE_OVERHEAD_REPS:-5}" cuda > "$OUT/overhead-$w.json" 2> "$LOGS/overhead-$w.err"
+    say "trace overhead $w: rc=$? $(tr -d '\n' < "$OUT/overhead-$w.json" | grep -o '"time_per_token_ratio_to_off": {[^}]*}')"
+  done
+  m=$(model q4_0)
+  for path in mmq f16; do
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    t=$TR/$PRESET-q4_0-cuda-$path.json.gz
+    "$B/bin/minfer" "$m" "$PROMPT" -n 16 --backend cuda --repeat-penalty 1.3 --trace "$t" > "$LOGS/sample-$path.txt" 2> "$LOGS/sample-$path.err"
+    say "sample $path: rc=$? $(stat -c %s "$t" 2>/dev/null) bytes; $("$B/bin/minfer-trace" validate "$t" 2>&1 | tail -1)"
+  done
+  unset MINFER_MMQ
+  python3 "$ROOT/scripts/device/kernel_breakdown.py" "$TR/$PRESET-q4_0-cuda-mmq.json.gz" > "$OUT/kernel-breakdown.md" 2>> "$LOGS/breakdown.err"
+  head -30 "$OUT/kernel-breakdown.md" >> "$SUMMARY"
+  # kill -9 mid-run: the file on disk must stay readable (at most the step in flight is lost).
+  MINFER_TRACE=$LOGS/killed.json "$B/bin/minfer" "$m" "$PROMPT" -n 4000 --backend cuda --quiet > /dev/null 2>&1 &
+  pid=$!; sleep 5; kill -9 $pid; wait $pid 2>/dev/null
+  say "killed traced run ($(stat -c %s "$LOGS/killed.json.partial") bytes): $(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" summary "$LOGS/killed.json.partial" 2>&1 | head -3 | tr '\n' ' ')"
+  rm -f "$LOGS/killed.json.partial"
+  # CUPTI refused: switched off, and under another CUPTI client when nsys exists.
+  MINFER_NO_CUPTI=1 "$B/bin/minfer" "$m" "$PROMPT" -n 4 --backend cuda --quiet --trace "$LOGS/nocupti.json" > /dev/null 2>&1
+  say "MINFER_NO_CUPTI=1: rc=$? $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["meta"].get("cupti"), t["steps"][0].get("kernels_note"))' "$LOGS/nocupti.json" 2>&1)"
+  if command -v nsys > /dev/null; then
+    nsys profile -o "$LOGS/nsys-run" --force-overwrite true "$B/bin/minfer" "$m" "$PROMPT" -n 4 --backend cuda --quiet \
+      --trace "$LOGS/under-nsys.json" > "$LOGS/nsys.log" 2>&1
+    say "under nsys: rc=$? $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["meta"].get("cupti"), len(t["steps"][0]["kernels"]), "kernels in step 0")' "$LOGS/under-nsys.json" 2>&1)"
+  else
+    say "nsys not found: the other-profiler case was not run"
+  fi
 fi
 
 if has parity; then

@@ -22,7 +22,7 @@ scripts/run-gguf-fuzz.sh || status=1
 step "trace mutation test under AddressSanitizer + UBSan (minfer-trace readers, minfer-viz routes)"
 scripts/run-trace-fuzz.sh || status=1
 
-step "fresh recordings (tiny preset, both matmul paths) validate"
+step "fresh recordings (tiny preset: both matmul paths, and paired in lockstep) validate"
 scripts/make-sample-traces.sh build build/fresh-traces tiny || status=1
 
 step "web unit tests (vitest)"

@@ -39,6 +39,8 @@ void summarize_v2(const json& doc, const std::string& what, TraceSummary& s) {
   const json& model = meta.contains("model") ? meta["model"] : json();
   s.model = string_at(model, "file");
   s.model_name = string_at(model, "name");
+  s.model_sha256 = string_at(model, "sha256");
+  if (meta.contains("compare")) s.compare_path = string_at(meta["compare"], "path");
   s.backend = string_at(meta, "backend");
   s.matmul_path = string_at(meta, "matmul_path");
   s.device = string_at(meta, "device");
@@ -113,10 +115,10 @@ TraceSummary summarize_doc(const json& doc, const std::string& what) {
   if (version == doc.end() || !version->is_number_integer())
     fail(what, ": field 'version' is missing or not an integer");
   const int64_t v = version->get<int64_t>();
-  if (v != 1 && v != 2) fail(what, ": unsupported trace version ", v, " (this server reads 1 and 2)");
+  if (v < 1 || v > 3) fail(what, ": unsupported trace version ", v, " (this server reads 1, 2 and 3)");
   TraceSummary s;
   s.version = static_cast<int>(v);
-  if (s.version == 2)
+  if (s.version >= 2)  // version 3 is version 2 plus optional fields
     summarize_v2(doc, what, s);
   else
     summarize_v1(doc, what, s);
@@ -129,6 +131,8 @@ json summary_to_json(const TraceSummary& s) {
   return json{{"version", s.version},
               {"model", s.model},
               {"model_name", s.model_name},
+              {"model_sha256", s.model_sha256},
+              {"compare_path", s.compare_path},
               {"backend", s.backend},
               {"matmul_path", s.matmul_path},
               {"device", s.device},

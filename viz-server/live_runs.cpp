@@ -97,8 +97,12 @@ class LiveObserver final : public Observer {
     step_ = s.step;
   }
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override {
-    if (rec_->wants(n)) rec_->on_node(n, out, t);
+  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
+  // The recorder gets the whole view (outliers' activation scales, paired comparisons).
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (rec_->wants(n)) rec_->on_node_view(n, v);
+    const NodeOutput* out = v.out;
+    const NodeTime& t = v.time;
     if (run_.listeners == 0) return;
     json ev = {{"step", step_}, {"id", n.id}};
     if (t.measured()) ev["time_us"] = t.seconds * 1e6;
@@ -116,7 +120,18 @@ class LiveObserver final : public Observer {
     run_.log->push("node", ev);
   }
   void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
-    rec_->on_logits(s, logits, n_vocab, chosen);
+    StepLogits l;
+    l.logits = logits;
+    l.n_vocab = n_vocab;
+    l.chosen = chosen;
+    on_step_logits(s, l);
+  }
+  // The recorder gets what the sampler drew from (logits.sampled).
+  void on_step_logits(const StepInfo& s, const StepLogits& l) override {
+    rec_->on_step_logits(s, l);
+    const float* logits = l.logits;
+    const int64_t n_vocab = l.n_vocab;
+    const int32_t chosen = l.chosen;
     // Softmax probabilities of the top 5 and of the chosen token.
     float mx = -INFINITY;
     for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
@@ -225,7 +240,8 @@ class LiveRuns {
     const std::string backend = str("backend", "cpu"), path = str("matmul_path", "mmq");
     if (backend != "cpu" && backend != "cuda" && backend != "auto")
       throw HttpError{400, "run: 'backend' is '" + backend + "' (expected cpu, cuda or auto)"};
-    if (path != "mmq" && path != "f16") throw HttpError{400, "run: 'matmul_path' is '" + path + "' (expected mmq or f16)"};
+    if (path != "mmq" && path != "f16" && path != "f32")
+      throw HttpError{400, "run: 'matmul_path' is '" + path + "' (expected mmq, or f32/f16 for the float path)"};
 
     std::unique_lock<std::mutex> lock(mu_);
     if (current_ && !current_->finished)
@@ -240,7 +256,7 @@ class LiveRuns {
                                std::to_string(lm.model->hp.n_ctx) + " tokens"};
     std::unique_ptr<Backend> be;
     try {
-      be = make_backend(backend, *lm.model, path == "f16" ? MatmulPath::Float : MatmulPath::MMQ, nullptr, true);
+      be = make_backend(backend, *lm.model, path == "mmq" ? MatmulPath::MMQ : MatmulPath::Float, nullptr, true);
       be->reserve_context(std::min<int64_t>(lm.model->hp.n_ctx, static_cast<int64_t>(ids.size()) + max_tokens + 1));
     } catch (const Error& e) {
       throw HttpError{400, std::string("run: backend '") + backend + "': " + e.what()};
@@ -326,7 +342,7 @@ class LiveRuns {
                                     {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
                                     {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},
                        {"weight_types", types}}},
-            {"backend", b.name()}, {"device", b.device()}, {"matmul_path", matmul_path_name(b.matmul_path())},
+            {"backend", b.name()}, {"device", b.device()}, {"matmul_path", b.matmul_path_label()},
             {"cuda_graph", false}, {"threads", ThreadPool::global().size()}, {"prompt", prompt},
             {"sampler", {{"temperature", so.temperature}, {"top_k", so.top_k}, {"top_p", so.top_p},
                          {"repeat_penalty", so.repeat_penalty}, {"seed", so.seed}, {"n_predict", max_tokens}}},

@@ -155,9 +155,9 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
   if (!file) { send_error(res, 404, "slices: no trace named '" + name + "'"); return; }
   try {
     auto sc = scanned(*file, ctx.traces.read_options(*file));
-    if (sc->layout.version != 2) {
+    if (sc->layout.version != 2 && sc->layout.version != 3) {
       send_error(res, 422, "slices: " + name + " is a version-" + std::to_string(sc->layout.version) +
-                               " trace; per-step slices exist for version 2 (load the whole file)");
+                               " trace; per-step slices exist for versions 2 and 3 (load the whole file)");
       return;
     }
     const std::string base = "slice|" + identity(*file) + "|";
@@ -212,7 +212,7 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what) {
       sc.value();
     }
   });
-  if (!have_steps && out.version == 2) fail(what, ": field 'steps' is missing");
+  if (!have_steps && out.version >= 2) fail(what, ": field 'steps' is missing");
   return out;
 }
 

@@ -31,7 +31,7 @@ bool gpu_usable(std::string* why) {
 void announce(const Backend& b, const std::string& choice, bool quiet) {
   if (quiet) return;
   std::fprintf(stderr, "backend: %s%s on %s, %s prefill%s\n", b.name().c_str(),
-               choice == "auto" ? " (auto)" : "", b.device().c_str(), matmul_path_name(b.matmul_path()),
+               choice == "auto" ? " (auto)" : "", b.device().c_str(), b.matmul_path_label().c_str(),
                b.step_graphs() ? ", decode as one CUDA graph" : "");
   print_backend_memory(b, "at start");
 }

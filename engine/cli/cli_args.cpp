@@ -33,10 +33,18 @@ const char* cli_usage() {
          "              [--repeat-penalty R] [--seed S] [--threads T] [--backend auto|cpu|cuda]\n"
          "              [--dump-graph FILE] [--trace FILE] [--trace-nodes PATTERN]\n"
          "              [--trace-grid ROWSxCOLS] [--trace-bins N] [--trace-topk K]\n"
-         "              [--trace-steps LIST] [--trace-stats-only]\n"
+         "              [--trace-steps LIST] [--trace-stats-only] [--trace-outliers K]\n"
+         "              [--compare-path mmq|f32|f16] [--tokens-from TRACE.json]\n"
+         "       minfer MODEL.gguf --tokens-from TRACE.json [...]   (the trace's prompt)\n"
          "       minfer tokenize MODEL.gguf (TEXT | --file F)\n"
          "backend: auto (default) = cuda when a usable GPU exists, else cpu\n"
+         "--compare-path P: record both matmul paths in lockstep on the same tokens (a paired trace:\n"
+         "     the run's path against P; f16 and f32 both name the float path, recorded by the name\n"
+         "     the backend gives it: f32 on cpu, f16 on cuda); needs --trace\n"
+         "--tokens-from T: feed the prompt and generated tokens of trace T (teacher forcing), so two\n"
+         "     separately recorded traces stay aligned; stops when T's tokens run out\n"
          "env: MINFER_TRACE=FILE records a trace; MINFER_MMQ=0 selects the float prefill path;\n"
+         "     MINFER_COMPARE_PATH=P is --compare-path P;\n"
          "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly;\n"
          "     MINFER_CUDA_FUSION=0 runs the unfused decode kernels\n";
 }
@@ -69,6 +77,8 @@ CliOptions parse_cli(int argc, char** argv) {
     else if (f == "--dump-graph") o.dump_graph = value(f);
     else if (f == "--file") o.prompt_file = value(f);
     else if (f == "--quiet") o.stats_only_output = true;
+    else if (f == "--compare-path") o.compare_path = value(f);
+    else if (f == "--tokens-from") o.tokens_from = value(f);
     else if (f == "--trace-stats-only" || (f.rfind("--trace", 0) == 0 && f.find('=') != std::string::npos))
       o.trace_args.push_back(f);  // the recorder parses --trace-x=value itself
     else if (f.rfind("--trace", 0) == 0) {
@@ -87,7 +97,8 @@ CliOptions parse_cli(int argc, char** argv) {
   }
   if (pos.size() > 2) fail("unexpected argument '", pos[2], "' (quote the prompt)");
   if (pos.size() == 2 && !o.prompt_file.empty()) fail("give the prompt either as PROMPT or with --file, not both");
-  if (pos.size() < 2 && o.prompt_file.empty()) fail("missing PROMPT argument (or --file F)");
+  if (pos.size() < 2 && o.prompt_file.empty() && o.tokens_from.empty())
+    fail("missing PROMPT argument (or --file F, or --tokens-from TRACE)");
   if (pos.size() == 2) o.prompt = pos[1];
   return o;
 }

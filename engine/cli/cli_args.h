@@ -17,6 +17,8 @@ struct CliOptions {
   int threads = 0;
   bool stats_only_output = false;      // --quiet: no streamed text
   std::vector<std::string> trace_args;  // --trace* flags, handed to the recorder
+  std::string compare_path;   // --compare-path mmq|f32|f16: a paired trace against that path
+  std::string tokens_from;    // --tokens-from A.json: replay that trace's tokens
 };
 
 // Throws Error with a usage hint on bad arguments.

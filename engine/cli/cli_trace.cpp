@@ -45,14 +45,16 @@ nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
         {"weight_types", types}}},
       {"backend", b.name()},
       {"device", b.device()},
-      {"matmul_path", matmul_path_name(b.matmul_path())},
+      {"matmul_path", b.matmul_path_label()},
       {"cuda_graph", b.step_graphs()},
+      {"summaries", b.summaries_computed_on()},
       {"matmul_kernels", matmul_kernels(m, b)},
       {"threads", ThreadPool::global().size()},
       {"prompt", o.prompt},
       {"sampler",
        {{"temperature", o.sampler.temperature}, {"top_k", o.sampler.top_k}, {"top_p", o.sampler.top_p},
-        {"repeat_penalty", o.sampler.repeat_penalty}, {"seed", o.sampler.seed}, {"n_predict", o.n_predict}}},
+        {"repeat_penalty", o.sampler.repeat_penalty}, {"repeat_last_n", o.sampler.repeat_last_n},
+        {"seed", o.sampler.seed}, {"n_predict", o.n_predict}}},
   };
 }
 
@@ -77,12 +79,28 @@ class RecorderSession final : public TraceSession {
 
 std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Model& m,
                                                         const Backend& b, const Tokenizer& tok,
-                                                        double) {
+                                                        const TraceExtras& x) {
   std::vector<std::string> args = o.trace_args;
   auto opts = trace::RecorderOptions::from_env_and_args(args);
   if (!args.empty()) fail("unknown option '", args[0], "'");
   if (!opts.enabled()) return nullptr;
-  return std::make_unique<RecorderSession>(std::move(opts), run_meta(o, m, b), tok);
+  nlohmann::json meta = run_meta(o, m, b);
+  meta["prompt"] = x.prompt;
+  if (x.reference) {  // A = this run, B = the reference; both fed the tokens A is fed
+    const CompareTolerance tol;
+    meta["compare"] = {{"path", x.reference->matmul_path_label()}, {"backend", x.reference->name()},
+                       {"mode", "lockstep"}, {"teacher", "a"},
+                       {"tolerance", {{"abs", tol.abs}, {"rel", tol.rel}}}, {"local", b.reruns_nodes()}};
+  }
+  if (x.replay) meta["tokens_from"] = {{"file", x.replay->file}, {"steps", x.replay->steps}};
+  if (b.name() == "cuda") {  // which steps carry CUPTI kernel records, and why none when none
+    const std::string why = b.kernel_records_unavailable();
+    meta["cupti"] = {{"enabled", why.empty()},
+                     {"reason", why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
+                     {"steps", opts.kernel_steps},
+                     {"other_steps", "events"}};
+  }
+  return std::make_unique<RecorderSession>(std::move(opts), std::move(meta), tok);
 }
 
 std::string graph_json_text(const Graph& g) { return trace::graph_to_json(g).dump(1) + "\n"; }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/cli_args.h"
+#include "cli/tokens_from.h"
 #include "exec/backend.h"
 #include "exec/generate.h"
 #include "model/model.h"
@@ -11,12 +12,19 @@
 
 namespace minfer {
 
+// What a run adds to the trace's meta beyond the model and the backend.
+struct TraceExtras {
+  std::string prompt;                    // the prompt text as run (meta.prompt)
+  const Backend* reference = nullptr;    // paired run: meta.compare
+  const ReplayTokens* replay = nullptr;  // --tokens-from: meta.tokens_from
+};
+
 class TraceSession {
  public:
   // nullptr when no trace was requested (then nothing is recorded and nothing costs).
   static std::unique_ptr<TraceSession> maybe_start(const CliOptions& o, const Model& m,
                                                    const Backend& b, const Tokenizer& tok,
-                                                   double load_ms);
+                                                   const TraceExtras& extras);
   virtual ~TraceSession() = default;
   virtual Observer* observer() = 0;
   // Writes the timings, completes the file and renames it into place; returns its path.

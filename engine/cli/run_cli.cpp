@@ -1,6 +1,8 @@
 #include "cli/run_cli.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,11 +11,13 @@
 #include "cli/backend_choice.h"
 #include "cli/cli_args.h"
 #include "cli/cli_trace.h"
+#include "cli/tokens_from.h"
 #include "core/error.h"
 #include "exec/generate.h"
 #include "graph/build_qwen2.h"
 #include "model/model.h"
 #include "output_file.h"
+#include "sha256.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -42,6 +46,22 @@ int run_tokenize(const CliOptions& o) {
 // Never renames over a device (--dump-graph /dev/null); every write is checked.
 void write_text_file(const std::string& path, const std::string& text) { trace::write_output_file(path, text); }
 
+// --compare-path (or MINFER_COMPARE_PATH): the reference backend of a paired run, of the same
+// kind as the main one; null when none was asked for.
+std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Model& m, const Backend& main) {
+  const char* env = std::getenv("MINFER_COMPARE_PATH");
+  const std::string name = !o.compare_path.empty() ? o.compare_path : env ? env : "";
+  if (name.empty()) return nullptr;
+  const MatmulPath p = parse_matmul_path(name, o.compare_path.empty() ? "MINFER_COMPARE_PATH" : "--compare-path");
+  auto ref = make_backend(main.name(), m, p, nullptr, /*quiet=*/true);
+  if (ref->matmul_path_label() != name)
+    std::fprintf(stderr, "compare: '%s' names the float path; on %s it computes in %s and is recorded as %s\n",
+                 name.c_str(), ref->name().c_str(), ref->matmul_path_label().c_str(), ref->matmul_path_label().c_str());
+  std::fprintf(stderr, "compare: %s path (A) against %s path (reference B), in lockstep on A's tokens\n",
+               main.matmul_path_label().c_str(), ref->matmul_path_label().c_str());
+  return ref;
+}
+
 int run_generate(const CliOptions& o) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
@@ -49,10 +69,21 @@ int run_generate(const CliOptions& o) {
   auto tok = Tokenizer::from_gguf(*model->file);
   if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
   auto backend = make_backend(o.backend, *model, matmul_path_from_env());
+  auto reference = reference_backend(o, *model, *backend);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
-  const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
-  std::vector<int32_t> prompt = tok->encode(text);
+  std::optional<ReplayTokens> replay;
+  if (!o.tokens_from.empty())
+    replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model), model->hp.n_vocab);
+  std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+  const bool have_text = !o.prompt_file.empty() || !o.prompt.empty();
+  std::vector<int32_t> prompt = have_text || !replay ? tok->encode(text) : replay->prompt;
+  if (replay) {
+    if (prompt != replay->prompt)
+      fail("--tokens-from ", o.tokens_from, ": the prompt encodes to ", prompt.size(),
+           " tokens that differ from the trace's ", replay->prompt.size(), " prefill tokens (give the same prompt, or none)");
+    if (!have_text) text = replay->prompt_text;
+  }
   if (prompt.empty()) fail("the prompt encodes to no tokens");
   if (static_cast<int64_t>(prompt.size()) > model->hp.n_ctx)
     fail("the prompt has ", prompt.size(), " tokens, more than the model's context of ",
@@ -60,10 +91,15 @@ int run_generate(const CliOptions& o) {
   if (!o.dump_graph.empty())
     write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
 
-  auto trace = TraceSession::maybe_start(o, *model, *backend, *tok, load_ms);
+  auto trace = TraceSession::maybe_start(o, *model, *backend, *tok,
+                                         TraceExtras{text, reference.get(), replay ? &*replay : nullptr});
+  if (reference && !trace)
+    fail("--compare-path records a paired trace: give --trace FILE (or MINFER_TRACE=FILE)");
   GenerateOptions g;
   g.n_predict = o.n_predict;
   g.sampler = o.sampler;
+  g.reference = reference.get();
+  if (replay) g.forced = replay->generated;
   if (!o.stats_only_output) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -76,9 +112,12 @@ int run_generate(const CliOptions& o) {
                       std::fflush(stdout);
                     });
   if (!o.stats_only_output) std::printf("\n");
+  if (r.forced_ran_out)
+    std::fprintf(stderr, "tokens-from: %s has %zu generated tokens; stopped there (-n %d)\n",
+                 replay->file.c_str(), replay->generated.size(), o.n_predict);
   std::fprintf(stderr, "load: %.1f ms | prefill: %zu tokens, %.2f tokens/s | decode: %zu tokens, %.2f tokens/s | %s, %s path\n",
                load_ms, r.prompt.size(), r.prefill_tok_s(), r.decode_s.size(), r.decode_tok_s(),
-               backend->name().c_str(), matmul_path_name(backend->matmul_path()));
+               backend->name().c_str(), backend->matmul_path_label().c_str());
   print_backend_memory(*backend, "after the run");
   if (trace) std::fprintf(stderr, "trace: %s\n", trace->finish(r, load_ms).c_str());
   trace::finish_stdout();  // generated text lost to a full disk or closed pipe is an error

@@ -91,24 +91,41 @@ const float* CpuBackend::f32_weight(const std::string& name) {
   return small_f32_.emplace(name, std::move(v)).first->second.data();
 }
 
-void CpuBackend::matmul(const Node& n, const float* x, float* y, const float* bias) {
+void CpuBackend::matmul(const Node& n, const float* x, float* y, const float* bias, MatmulPath path) {
   const WeightView& w = m_.weight(n.weight);
   // Decode (one row) always takes the quantized GEMV; MINFER_MMQ=0 switches prefill matmuls.
-  if (path_ == MatmulPath::MMQ || n.rows() == 1)
+  if (path == MatmulPath::MMQ || n.rows() == 1)
     matmul_mmq(w.data, w.type, w.rows, w.cols, x, n.rows(), bias, y, pool_);
   else
     matmul_float(w.data, w.type, w.rows, w.cols, x, n.rows(), bias, y, pool_);
 }
 
+bool CpuBackend::quantizes_activation(const Node& n, MatmulPath path) const {
+  return (path == MatmulPath::MMQ || n.rows() == 1) && is_quantized(m_.weight(n.weight).type);
+}
+
 std::string CpuBackend::matmul_kernel(const Node& n) const {
   const WeightType t = m_.weight(n.weight).type;
-  if (path_ == MatmulPath::MMQ || n.rows() == 1)
-    return is_quantized(t) ? std::string("mmq (activations as ") + minfer::name(vec_dot_type(t)) + ")" : "f32 dot";
+  if (quantizes_activation(n, path_)) return std::string("mmq (activations as ") + minfer::name(vec_dot_type(t)) + ")";
+  if (path_ == MatmulPath::MMQ || n.rows() == 1) return "f32 dot";
   return "f32 gemm (weights dequantized per tile)";
 }
 
-void CpuBackend::run(const Graph& g, const Node& n) {
-  float* y = n.has_output ? buf_[static_cast<size_t>(n.id)].data() : nullptr;
+int CpuBackend::activation_block(const Node& n) const {
+  if ((n.op != Op::MatMul && n.op != Op::Logits) || !quantizes_activation(n, path_)) return 0;
+  return info(vec_dot_type(m_.weight(n.weight).type)).block_elems;
+}
+
+const NodeOutput* CpuBackend::rerun_node(const Graph& g, const Node& n, MatmulPath path) {
+  if (!n.executed() || !n.has_output || n.op == Op::Input) return nullptr;
+  if (static_cast<size_t>(n.id) >= buf_.size()) fail("rerun_node: node '", n.name, "' is not in the last step");
+  rerun_buf_.assign(static_cast<size_t>(n.rows() * n.cols()), 0.0f);
+  run(g, n, rerun_buf_.data(), path);
+  rerun_out_ = std::make_unique<HostOutput>(rerun_buf_.data(), n.rows(), n.cols());
+  return rerun_out_.get();
+}
+
+void CpuBackend::run(const Graph& g, const Node& n, float* y, MatmulPath path) {
   const int64_t rows = n.rows(), cols = n.cols();
   const HParams& h = m_.hp;
   switch (n.op) {
@@ -122,7 +139,7 @@ void CpuBackend::run(const Graph& g, const Node& n) {
       break;
     case Op::MatMul:
     case Op::Logits:
-      matmul(n, in(g, n, 0), y, n.bias.empty() ? nullptr : f32_weight(n.bias));
+      matmul(n, in(g, n, 0), y, n.bias.empty() ? nullptr : f32_weight(n.bias), path);
       break;
     case Op::AddBias:
       cpu::add_bias(in(g, n, 0), f32_weight(n.bias), y, rows, cols);
@@ -177,7 +194,7 @@ void CpuBackend::run_step(const Graph& g, const StepInfo& s) {
   for (const Node& n : g.nodes) {
     if (!n.executed()) continue;
     const auto a = clock::now();
-    run(g, n);
+    run(g, n, n.has_output ? buf_[static_cast<size_t>(n.id)].data() : nullptr, path_);
     const double start = since(a);
     times_[static_cast<size_t>(n.id)] = NodeTime{start, since(clock::now()) - start};
   }

@@ -25,14 +25,21 @@ class CpuBackend final : public Backend {
   void read_logits(const Graph& g, std::vector<float>& out) override;
   double read_bandwidth_gbs() override;
   std::string matmul_kernel(const Node& n) const override;
+  // Any node can be rerun: every node output keeps its own buffer until the next step.
+  const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) override;
+  bool reruns_nodes() const override { return true; }
+  int activation_block(const Node& n) const override;
 
  private:
   class HostOutput;
   void begin(const Graph& g, const std::vector<int32_t>& tokens, int pos0);
-  void run(const Graph& g, const Node& n);
+  // Runs n's op into y (its own buffer, or scratch for a rerun) with the given matmul path.
+  void run(const Graph& g, const Node& n, float* y, MatmulPath path);
   const float* in(const Graph& g, const Node& n, size_t i) const;
   const float* f32_weight(const std::string& name);
-  void matmul(const Node& n, const float* x, float* y, const float* bias);
+  void matmul(const Node& n, const float* x, float* y, const float* bias, MatmulPath path);
+  // Whether n's kernel quantizes its activation (MMQ prefill, and the decode GEMV on any path).
+  bool quantizes_activation(const Node& n, MatmulPath path) const;
 
   const Model& m_;
   MatmulPath path_;
@@ -40,6 +47,8 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> buf_;              // per node id
   std::vector<std::unique_ptr<HostOutput>> outputs_;  // per node id
   std::vector<NodeTime> times_;                       // per node id, last step
+  std::vector<float> rerun_buf_;                      // rerun_node's output
+  std::unique_ptr<HostOutput> rerun_out_;
   std::vector<int32_t> tokens_, positions_;
   std::map<std::string, std::vector<float>> small_f32_;  // norms and biases as f32
   int64_t n_ctx_ = 0;

@@ -11,12 +11,14 @@
 
 #include "core/error.h"
 #include "cpu/summarize.h"
+#include "cuda/argmax.h"
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/device_weights.h"
 #include "cuda/elementwise.h"
 #include "cuda/get_rows.h"
+#include "cuda/kernel_profiler.h"
 #include "cuda/kv_cache.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
@@ -27,6 +29,7 @@
 #include "cuda/rope.h"
 #include "cuda/rope_kv.h"
 #include "cuda/step_fusion.h"
+#include "cuda/summarize.h"
 
 namespace minfer {
 namespace {
@@ -38,14 +41,36 @@ bool env_is(const char* name, const char* value) {
   return v && std::string(v) == value;
 }
 
-// A node's output in device memory. Summaries are computed on the host from a copy for now;
-// the GPU recorder (on-device summaries inside the step's graph) replaces this.
+// The summaries a step computed on the device (inside its CUDA graph when it has one).
+struct StepSummaries {
+  std::unique_ptr<cuda::DeviceSummaries> ds;
+  std::vector<int> index;  // per node id: its tensor in ds, -1 when not summarised
+  int slot = 0;            // host slot of the last step (alternates, see DeviceSummaries)
+  bool live = false;       // the last step computed them
+};
+
+// A node's output in device memory. Its summary comes from the step's device summaries when the
+// step computed them with the asked spec; otherwise from a host copy (summarize_host).
 class DeviceOutput final : public NodeOutput {
  public:
-  DeviceOutput(const float* d, int64_t rows, int64_t cols, cudaStream_t s) : d_(d), rows_(rows), cols_(cols), s_(s) {}
+  DeviceOutput(const float* d, int64_t rows, int64_t cols, cudaStream_t s, const StepSummaries* sums, int id)
+      : d_(d), rows_(rows), cols_(cols), s_(s), sums_(sums), id_(id) {}
   TensorSummary summarize(const SummarySpec& spec) const override {
+    const int i = device_index();
+    if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->slot, static_cast<size_t>(i));
     std::vector<float> h = to_host();
     return summarize_host(h.data(), rows_, cols_, spec);
+  }
+  std::vector<Outlier> outliers(int k, const NodeOutput* ref) const override {
+    const int i = device_index();
+    if (i >= 0 && !ref && sums_->ds->outliers() == k) return sums_->ds->read_outliers(sums_->slot, static_cast<size_t>(i));
+    return NodeOutput::outliers(k, ref);
+  }
+  BlockScales block_scales(int64_t cols, int block) const override {
+    const int i = device_index();
+    if (i >= 0 && cols == cols_ && sums_->ds->scale_block(static_cast<size_t>(i)) == block)
+      return sums_->ds->read_scales(sums_->slot, static_cast<size_t>(i));
+    return NodeOutput::block_scales(cols, block);
   }
   std::vector<float> to_host() const override {
     std::vector<float> h(static_cast<size_t>(rows_ * cols_));
@@ -58,6 +83,14 @@ class DeviceOutput final : public NodeOutput {
   const float* d_;
   int64_t rows_, cols_;
   cudaStream_t s_;
+  const StepSummaries* sums_;
+  int id_;
+
+  // This tensor's place in the last step's device summaries; -1 when it has none.
+  int device_index() const {
+    const StepSummaries& ss = *sums_;
+    return ss.live && ss.ds ? ss.index[static_cast<size_t>(id_)] : -1;
+  }
 };
 
 // Everything one graph shape needs on the device: a buffer per node output, the step's inputs,
@@ -70,12 +103,20 @@ struct StepPlan {
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
+  DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
+  int32_t* host_argmax = nullptr;                      // pinned
   cuda::StepFusion fusion;                             // node groups run by one fused kernel
-  cudaGraphExec_t exec = nullptr;
+  StepSummaries summaries;                             // traced steps: node summaries on the device
+  std::vector<int> act_block;                          // per node id: Impl::activation_block
+  cudaGraphExec_t exec = nullptr;                      // decode: the step as captured
+  cudaGraphExec_t exec_traced = nullptr;               // decode: the step + its summary kernels
+  cuda::CaptureMap capture, capture_traced;            // which node launched each captured kernel
   size_t bytes = 0;
 
   ~StepPlan() {
     if (exec) cudaGraphExecDestroy(exec);
+    if (exec_traced) cudaGraphExecDestroy(exec_traced);
+    if (host_argmax) cudaFreeHost(host_argmax);
     if (host_inputs) cudaFreeHost(host_inputs);
   }
 };
@@ -99,15 +140,24 @@ struct CudaBackend::Impl {
   std::vector<DeviceBuffer> k_cache, v_cache;  // per layer [n_ctx][n_embd_kv] f32
   std::map<std::string, std::unique_ptr<StepPlan>> plans;
   const StepPlan* last = nullptr;
-  int64_t peak_plan_bytes = 0;
-  int64_t decode_graph_nodes = 0;  // kernels (and copies) in the captured decode step  // the most the step plans held at once (a prefill plan is replaced)
+  int64_t peak_plan_bytes = 0;     // the most the step plans held at once (a prefill plan is replaced)
+  int64_t decode_graph_nodes = 0;  // kernels (and copies) in the captured decode step
   float* host_logits = nullptr;  // pinned
   int64_t host_logits_n = 0;
+  // Recording of the step in flight (set_recording); none when no observer records it.
+  StepRecording rec;
+  const Observer* rec_observer = nullptr;
+  bool profiling = false;                    // CUPTI collects this step
+  const cuda::CaptureMap* step_capture = nullptr;  // the replayed graph's map, null when eager
+  cudaEvent_t ev_begin = nullptr, ev_end = nullptr;
+  double host_ms = -1;
 
   Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
         fusion(cuda::step_fusion_enabled()) {}
   ~Impl() {
     plans.clear();
+    if (ev_begin) cudaEventDestroy(ev_begin);
+    if (ev_end) cudaEventDestroy(ev_end);
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
@@ -115,10 +165,14 @@ struct CudaBackend::Impl {
 
   void check_weight_types() const;
   StepPlan& plan_for(const Graph& g);
-  void enqueue(const Graph& g, StepPlan& p);
+  void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
+  void prepare_summaries(const Graph& g, StepPlan& p);
+  void enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap);
+  cudaGraphExec_t capture(const Graph& g, StepPlan& p, bool traced, bool with_map, cuda::CaptureMap& map);
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
+  int activation_block(const Node& n) const;
   static float* out(StepPlan& p, int id) { return p.out[static_cast<size_t>(id)].as<float>(); }
   static const float* input(const Graph& g, const Node& n, size_t i, StepPlan& p) {
     const Node& s = g.node(n.src.at(i));
@@ -200,8 +254,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
       const size_t bytes = static_cast<size_t>(n.rows() * n.cols()) * sizeof(float);
       p.out[static_cast<size_t>(n.id)].alloc(bytes, "the output of node '" + n.name + "'");
       p.bytes += bytes;
-      p.outputs[static_cast<size_t>(n.id)] =
-          std::make_unique<DeviceOutput>(p.out[static_cast<size_t>(n.id)].as<float>(), n.rows(), n.cols(), stream);
+      p.outputs[static_cast<size_t>(n.id)] = std::make_unique<DeviceOutput>(
+          p.out[static_cast<size_t>(n.id)].as<float>(), n.rows(), n.cols(), stream, &p.summaries, n.id);
     }
     if (n.op == Op::MatMul || n.op == Op::Logits) {
       const int64_t n_in = g.node(n.src[0]).cols();
@@ -214,12 +268,16 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
   p.tokens.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "token ids");
   p.positions.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "positions");
   CUDA_CHECK(cudaMallocHost(&p.host_inputs, 2 * static_cast<size_t>(g.n_tokens) * sizeof(int32_t)));
+  p.argmax.alloc(sizeof(int32_t), "the greedy token");
+  CUDA_CHECK(cudaMallocHost(&p.host_argmax, sizeof(int32_t)));
   const HParams& h = m.hp;
   p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
                        "split-KV attention scratch");
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
   if (fusion)
     p.fusion = cuda::plan_step_fusion(g, [this](const Node& n) { return fusable_matvec(n); });
+  p.act_block.resize(g.nodes.size());
+  for (const Node& n : g.nodes) p.act_block[static_cast<size_t>(n.id)] = activation_block(n);
   auto& slot = plans[key];
   slot = std::move(plan);
   int64_t held = 0;
@@ -320,6 +378,20 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
   }
 }
 
+// Quantized weights read 8-bit activations (Q8_1, 32-element blocks) in mmvq and mmq; the f16
+// prefill path and float weights read float activations.
+int CudaBackend::Impl::activation_block(const Node& n) const {
+  if ((n.op != Op::MatMul && n.op != Op::Logits) || n.weight.empty()) return 0;
+  if (!is_quantized(weights->get(n.weight).type)) return 0;
+  return n.rows() == 1 || path == MatmulPath::MMQ ? 32 : 0;
+}
+
+int CudaBackend::activation_block(const Node& n) const {
+  const StepPlan* p = impl_->last;  // the per-plan copy: no weight lookup per node and step
+  if (p && static_cast<size_t>(n.id) < p->act_block.size()) return p->act_block[static_cast<size_t>(n.id)];
+  return impl_->activation_block(n);
+}
+
 bool CudaBackend::Impl::fusable_matvec(const Node& n) const {
   const cuda::DeviceWeight& w = weights->get(n.weight);
   return is_quantized(w.type) && cuda::mmvq_supports(w.type) && w.cols <= cuda::kFusedMaxInput;
@@ -369,13 +441,88 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
   }
 }
 
-void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p) {
+// Every node's launches, in graph order. While CUPTI collects an eager step each node's launches
+// carry its id; during capture `cap` notes where each node's work ends.
+void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap) {
   for (const Node& n : g.nodes) {
     if (!n.executed()) continue;
     const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
-    if (gi < 0) run_node(g, n, p);
-    else if (p.fusion.groups[static_cast<size_t>(gi)].last == n.id) run_group(g, p.fusion.groups[static_cast<size_t>(gi)], p);
+    if (gi >= 0 && p.fusion.groups[static_cast<size_t>(gi)].last != n.id) continue;  // runs with its group
+    {
+      cuda::KernelProfiler::NodeScope scope(profiling && !cap, n.id);
+      if (gi < 0) run_node(g, n, p);
+      else run_group(g, p.fusion.groups[static_cast<size_t>(gi)], p);
+    }
+    if (cap) cap->mark(n.id);
   }
+  // The greedy token, in the step: a greedy run reads 4 bytes instead of the logits row.
+  const Node& last = g.nodes.back();
+  if (last.op == Op::Logits) {
+    cuda::KernelProfiler::NodeScope scope(profiling && !cap, last.id);
+    cuda::argmax(out(p, last.id) + (last.rows() - 1) * last.cols(), last.cols(), p.argmax.as<int32_t>(), stream);
+    if (cap) cap->mark(last.id);
+  }
+}
+
+// The device summary plan of this step's recorded nodes; rebuilt (and the traced graph
+// recaptured) only when the recorded node set or the spec changes.
+void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
+  // The recorded nodes, and the 8-bit activations of the recorded matmuls (for their block scales).
+  std::vector<int> block(g.nodes.size(), -1);  // per node: -1 not summarised, else its scale block (0: none)
+  for (const Node& n : g.nodes) {
+    if (!n.executed() || !n.has_output || n.dtype != DType::F32 || !rec_observer->wants(n)) continue;
+    block[static_cast<size_t>(n.id)] = std::max(block[static_cast<size_t>(n.id)], 0);
+    if (const int b = p.act_block[static_cast<size_t>(n.id)]; b > 0) block[static_cast<size_t>(n.src[0])] = b;
+  }
+  std::vector<int> index(g.nodes.size(), -1);
+  std::vector<cuda::SummaryTensor> tensors;
+  for (const Node& n : g.nodes)
+    if (block[static_cast<size_t>(n.id)] >= 0) {
+      index[static_cast<size_t>(n.id)] = static_cast<int>(tensors.size());
+      tensors.push_back({out(p, n.id), n.rows(), n.cols(), block[static_cast<size_t>(n.id)]});
+    }
+  StepSummaries& ss = p.summaries;
+  // More outliers than the device keeps are found on the host (DeviceOutput::outliers).
+  const int k = std::min(rec.outliers, cuda::DeviceSummaries::kMaxOutliers);
+  if (ss.ds && ss.ds->spec() == rec.spec && ss.ds->outliers() == k && ss.index == index) return;
+  ss.ds = std::make_unique<cuda::DeviceSummaries>(tensors, rec.spec, k);
+  ss.index = std::move(index);
+  if (p.exec_traced) cudaGraphExecDestroy(p.exec_traced);
+  p.exec_traced = nullptr;
+}
+
+void CudaBackend::Impl::enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap) {
+  {
+    cuda::KernelProfiler::NodeScope scope(profiling && !cap, cuda::KernelProfiler::kRecorderScope);
+    p.summaries.ds->enqueue(stream);
+  }
+  if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
+}
+
+cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, bool traced, bool with_map, cuda::CaptureMap& map) {
+  cudaGraph_t graph = nullptr;
+  cuda::CaptureRecorder cap(stream);
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue(g, p, &cap);
+    if (traced) enqueue_summaries(p, &cap);
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
+  if (!traced) {
+    size_t n_nodes = 0;
+    cudaGraphGetNodes(graph, nullptr, &n_nodes);
+    decode_graph_nodes = static_cast<int64_t>(n_nodes);
+  }
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
+  return exec;
 }
 
 void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
@@ -394,32 +541,85 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     p.host_inputs[i] = s.tokens[i];
     p.host_inputs[nt + i] = s.pos0 + static_cast<int32_t>(i);
   }
+  const bool recording = d.rec.summaries || d.rec.kernels;
+  const bool summaries = d.rec.summaries && d.rec_observer;
+  if (summaries) d.prepare_summaries(g, p);
+  p.summaries.live = false;
+  const bool graph = g.phase == Phase::Decode && d.graphs;
+  // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
+  d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
+  if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
+    cudaGraphExec_t& exec = summaries ? p.exec_traced : p.exec;
+    cuda::CaptureMap& map = summaries ? p.capture_traced : p.capture;
+    if (exec && d.profiling && !map.built) {  // captured while kernels were not recorded: again, with the map
+      cudaGraphExecDestroy(exec);
+      exec = nullptr;
+    }
+    if (!exec) exec = d.capture(g, p, summaries, d.profiling, map);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (d.profiling) cuda::KernelProfiler::get().begin_step();
+  if (recording) CUDA_CHECK(cudaEventRecord(d.ev_begin, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   d.last = &p;
-  if (g.phase != Phase::Decode || !d.graphs) {
-    d.enqueue(g, p);
-    return;
+  d.step_capture = nullptr;
+  if (!graph) {
+    d.enqueue(g, p, nullptr);
+    if (summaries) d.enqueue_summaries(p, nullptr);
+  } else {
+    CUDA_CHECK(cudaGraphLaunch(summaries ? p.exec_traced : p.exec, d.stream));
+    d.step_capture = summaries ? &p.capture_traced : &p.capture;
   }
-  if (!p.exec) {  // first decode step of this shape: capture the node loop once
-    cudaGraph_t graph = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      d.enqueue(g, p);
-    } catch (...) {
-      cudaStreamEndCapture(d.stream, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
+  if (recording) CUDA_CHECK(cudaEventRecord(d.ev_end, d.stream));
+  if (summaries) {  // into the other host slot: the previous step's may still be read
+    p.summaries.slot ^= 1;
+    p.summaries.ds->copy_to_host(d.stream, p.summaries.slot);
+    p.summaries.live = true;
+  }
+  d.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void CudaBackend::set_recording(const StepRecording& r, const Observer& o) {
+  Impl& d = *impl_;
+  d.rec = r;
+  d.rec_observer = &o;
+  if ((r.summaries || r.kernels) && !d.ev_begin) {
+    CUDA_CHECK(cudaEventCreate(&d.ev_begin));
+    CUDA_CHECK(cudaEventCreate(&d.ev_end));
+  }
+}
+
+StepGpuTime CudaBackend::gpu_time() {
+  Impl& d = *impl_;
+  if (!(d.rec.summaries || d.rec.kernels) || !d.last) return {};
+  cuda::event_sync_bounded(d.ev_end, "the recorded step");
+  StepGpuTime t;
+  if (d.rec.kernels) {
+    cuda::KernelProfiler& prof = cuda::KernelProfiler::get();
+    t = d.profiling ? prof.end_step(d.stream, d.step_capture) : StepGpuTime{};
+    if (!d.profiling) t.note = "cupti unavailable: " + prof.reason();
+    d.profiling = false;
+    const cuda::StepFusion& f = d.last->fusion;
+    for (KernelRecord& k : t.kernels) {  // a fused kernel computes every node of its group
+      if (k.node < 0 || f.group_of.empty()) continue;
+      const int gi = f.group_of[static_cast<size_t>(k.node)];
+      if (gi >= 0) k.covers = f.groups[static_cast<size_t>(gi)].nodes;
     }
-    CUDA_CHECK(cudaStreamEndCapture(d.stream, &graph));
-    size_t n_nodes = 0;
-    cudaGraphGetNodes(graph, nullptr, &n_nodes);
-    d.decode_graph_nodes = static_cast<int64_t>(n_nodes);
-    cudaError_t e = cudaGraphInstantiate(&p.exec, graph, 0);
-    cudaGraphDestroy(graph);
-    cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
+  } else {
+    t.note = "cupti: kernels not recorded on this step";
   }
-  CUDA_CHECK(cudaGraphLaunch(p.exec, d.stream));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, d.ev_begin, d.ev_end));
+  t.event_ms = ms;
+  if (t.gpu_ms < 0) t.gpu_ms = ms;
+  t.host_ms = d.host_ms;
+  return t;
+}
+
+std::string CudaBackend::kernel_records_unavailable() const {
+  const cuda::KernelProfiler& p = cuda::KernelProfiler::get();
+  return p.available() ? "" : p.reason();
 }
 
 const NodeOutput* CudaBackend::output(const Node& n) const {
@@ -443,6 +643,14 @@ void CudaBackend::read_logits(const Graph& g, std::vector<float>& out) {
   CUDA_CHECK(cudaMemcpyAsync(d.host_logits, src, static_cast<size_t>(cols) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
   cuda::sync_bounded(d.stream, "the step's kernels and the logits copy");
   out.assign(d.host_logits, d.host_logits + cols);
+}
+
+int32_t CudaBackend::read_greedy_token(const Graph& g) {
+  Impl& d = *impl_;
+  if (!d.last || g.nodes.back().op != Op::Logits) fail("read_greedy_token: no step with logits has run");
+  CUDA_CHECK(cudaMemcpyAsync(d.last->host_argmax, d.last->argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
+  cuda::sync_bounded(d.stream, "the step's kernels and the greedy token");
+  return *d.last->host_argmax;
 }
 
 int64_t CudaBackend::decode_kernels() const { return impl_->decode_graph_nodes; }

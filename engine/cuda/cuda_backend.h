@@ -27,8 +27,15 @@ class CudaBackend final : public Backend {
   void run_step(const Graph& g, const StepInfo& s) override;
   const NodeOutput* output(const Node& n) const override;
   void read_logits(const Graph& g, std::vector<float>& out) override;
+  bool greedy_on_device() const override { return true; }
+  int32_t read_greedy_token(const Graph& g) override;
   std::string matmul_kernel(const Node& n) const override;
   MemoryReport memory() const override;
+  void set_recording(const StepRecording& r, const Observer& o) override;
+  StepGpuTime gpu_time() override;
+  std::string kernel_records_unavailable() const override;
+  const char* summaries_computed_on() const override { return "device"; }
+  int activation_block(const Node& n) const override;
   int64_t decode_kernels() const override;
   double read_bandwidth_gbs() override;
 

@@ -27,7 +27,11 @@ void check_launch(const char* kernel, cudaStream_t s) {
   if (cs == cudaStreamCaptureStatusNone) sync_bounded(s, kernel);
 }
 
-void sync_bounded(cudaStream_t s, const char* what) {
+namespace {
+
+// Polls `ready` (cudaStreamQuery / cudaEventQuery) until it stops saying cudaErrorNotReady.
+template <class Query>
+void wait_bounded(Query ready, const char* what) {
   static const double limit_s = [] {
     const char* v = std::getenv("MINFER_CUDA_TIMEOUT_S");
     double d = v ? std::atof(v) : 0.0;
@@ -35,7 +39,7 @@ void sync_bounded(cudaStream_t s, const char* what) {
   }();
   const auto t0 = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {
-    cudaError_t e = cudaStreamQuery(s);
+    cudaError_t e = ready();
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) {
       fail("CUDA error while waiting for ", what, ": ", cudaGetErrorName(e), ": ", cudaGetErrorString(e));
@@ -45,6 +49,16 @@ void sync_bounded(cudaStream_t s, const char* what) {
     // Spin briefly (decode steps take ~1 ms), then yield the core.
     if (spins > 2000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+}  // namespace
+
+void sync_bounded(cudaStream_t s, const char* what) {
+  wait_bounded([s] { return cudaStreamQuery(s); }, what);
+}
+
+void event_sync_bounded(cudaEvent_t e, const char* what) {
+  wait_bounded([e] { return cudaEventQuery(e); }, what);
 }
 
 unsigned grid_1d(int64_t total, int64_t per_block, const char* kernel) {

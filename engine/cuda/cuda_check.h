@@ -22,6 +22,8 @@ void check_launch(const char* kernel, cudaStream_t s);
 // Waits for the stream, but at most MINFER_CUDA_TIMEOUT_S seconds (default 120): a hung kernel
 // becomes an Error naming `what`, not a hang.
 void sync_bounded(cudaStream_t s, const char* what);
+// The same for an event (work recorded before it).
+void event_sync_bounded(cudaEvent_t e, const char* what);
 
 // Grid size along x for `total` work items of `per_block` each, checked against the hardware
 // limit (64-bit totals: a tensor can have more than 2^31 elements).

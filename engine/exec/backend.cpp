@@ -3,9 +3,20 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/error.h"
+
 namespace minfer {
 
-const char* matmul_path_name(MatmulPath p) { return p == MatmulPath::MMQ ? "mmq" : "f16"; }
+const char* matmul_path_name(MatmulPath p, const std::string& backend) {
+  if (p == MatmulPath::MMQ) return "mmq";
+  return backend == "cpu" ? "f32" : "f16";
+}
+
+MatmulPath parse_matmul_path(const std::string& name, const std::string& what) {
+  if (name == "mmq") return MatmulPath::MMQ;
+  if (name == "f32" || name == "f16") return MatmulPath::Float;
+  fail(what, ": expected mmq, f32 or f16, got '", name, "'");
+}
 
 MatmulPath matmul_path_from_env() {
   const char* e = std::getenv("MINFER_MMQ");

@@ -15,8 +15,13 @@
 namespace minfer {
 
 enum class MatmulPath { MMQ, Float };  // MINFER_MMQ=0 selects Float for prefill
-const char* matmul_path_name(MatmulPath p);  // "mmq" / "f16"
+// The path's name as traces and tools print it: "mmq", or the float path named for what it
+// computes on that backend: "f32" on cpu (f32 GEMM), "f16" on cuda (f16 tensor-core GEMM).
+const char* matmul_path_name(MatmulPath p, const std::string& backend);
 MatmulPath matmul_path_from_env();
+// "mmq", "f32" or "f16" (both float names select the float path of any backend); an Error
+// naming `what` (a flag or variable) otherwise.
+MatmulPath parse_matmul_path(const std::string& name, const std::string& what);
 
 // Device memory a backend holds, by purpose (weights, w16_cache, kv_cache, activations, ...).
 using MemoryReport = std::vector<std::pair<std::string, int64_t>>;
@@ -27,6 +32,7 @@ class Backend {
   virtual std::string name() const = 0;    // "cpu", "cuda"
   virtual std::string device() const = 0;  // CPU model / GPU name
   virtual MatmulPath matmul_path() const = 0;
+  std::string matmul_path_label() const { return matmul_path_name(matmul_path(), name()); }
   // Whether decode steps are replayed as one captured graph (cuda, unless MINFER_NO_CUDA_GRAPH=1).
   virtual bool step_graphs() const { return false; }
   // Reserves the KV cache for positions [0, n_ctx).
@@ -39,6 +45,33 @@ class Backend {
   // The node's host-clock timing in the last step; seconds < 0 when the backend does not time
   // nodes one by one (a step replayed as one CUDA graph: GPU time comes from kernel records).
   virtual NodeTime node_time(const Node& n) const { (void)n; return {}; }
+  // Runs node n of the last step again on this backend's inputs of that step (its sources'
+  // outputs, its KV cache), with the matmul path `path`, into scratch memory: the paired
+  // trace's local error is n's output against this. Valid until the next rerun_node or
+  // run_step; null when the backend cannot rerun nodes (see reruns_nodes) or n has no output.
+  virtual const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) {
+    (void)g; (void)n; (void)path;
+    return nullptr;
+  }
+  virtual bool reruns_nodes() const { return false; }
+  // Block size of the 8-bit quantization a MatMul/Logits node's kernel applies to its activation
+  // input (32 for Q8_0/Q8_1, 256 for Q8_K); 0 when it computes on float activations.
+  virtual int activation_block(const Node& n) const { (void)n; return 0; }
+  // Before run_step when an observer records the step: what it will read, so the backend can
+  // compute it on the device inside the step (cuda: summaries in the step's CUDA graph, CUPTI
+  // kernel records). `o.wants(n)` selects the nodes. A cpu backend ignores it.
+  virtual void set_recording(const StepRecording& r, const Observer& o) { (void)r; (void)o; }
+  // The last recorded step's GPU time and kernels (waits for the step); empty on cpu.
+  virtual StepGpuTime gpu_time() { return {}; }
+  // "" when this backend can record per-kernel GPU timings, else why not (no CUPTI, refused).
+  virtual std::string kernel_records_unavailable() const { return "the backend runs no GPU kernels"; }
+  // Where node summaries are computed: "host" (cpu) or "device" (cuda, inside the step).
+  virtual const char* summaries_computed_on() const { return "host"; }
+  // Whether read_greedy_token() is available: the argmax of the logits computed in the step.
+  virtual bool greedy_on_device() const { return false; }
+  // The argmax of the final node's (logits) last row, lowest id on ties as Sampler::pick; only
+  // when greedy_on_device(). Greedy decoding then never copies the logits row to the host.
+  virtual int32_t read_greedy_token(const Graph& g) { (void)g; return -1; }
   // Copies the final node's (logits) last row to host.
   virtual void read_logits(const Graph& g, std::vector<float>& out) = 0;
   // Which kernel computes a MatMul/Logits node ("mmq", "mmvq", "f16 gemm", ...): the trace

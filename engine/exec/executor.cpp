@@ -4,19 +4,39 @@
 
 namespace minfer {
 
+NodeView Executor::view(const Graph& g, const Node& n) {
+  NodeView v;
+  v.time = n.executed() ? backend_.node_time(n) : NodeTime{0, 0};
+  if (!n.executed() || !n.has_output) return v;
+  v.out = backend_.output(n);
+  if ((n.op == Op::MatMul || n.op == Op::Logits) && !n.src.empty()) {
+    v.activation_block = backend_.activation_block(n);
+    if (v.activation_block > 0) v.activation = backend_.output(g.node(n.src[0]));
+  }
+  if (reference_) {
+    v.ref = reference_->output(n);
+    v.local_ref = backend_.rerun_node(g, n, reference_->matmul_path());
+  }
+  return v;
+}
+
 double Executor::run(const Graph& g, const StepInfo& s) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  if (observer_) observer_->on_step_begin(g, s);
+  StepRecording rec;
+  if (observer_) {
+    observer_->on_step_begin(g, s);
+    rec = observer_->recording(s);
+    backend_.set_recording(rec, *observer_);
+  }
   backend_.run_step(g, s);
+  if (reference_) reference_->run_step(g, s);
   if (observer_) {
     // Node outputs outlive the step: the observer reads them (summaries are computed where the
     // tensors live) after the whole step ran, so a step stays one CUDA graph.
-    for (const Node& n : g.nodes) {
-      if (!observer_->wants(n)) continue;
-      const NodeOutput* out = n.executed() && n.has_output ? backend_.output(n) : nullptr;
-      observer_->on_node(n, out, n.executed() ? backend_.node_time(n) : NodeTime{0, 0});
-    }
+    for (const Node& n : g.nodes)
+      if (observer_->wants(n)) observer_->on_node_view(n, view(g, n));
+    if (rec.summaries || rec.kernels) observer_->on_gpu_time(s, backend_.gpu_time());
   }
   return std::chrono::duration<double>(clock::now() - t0).count();
 }

@@ -1,4 +1,7 @@
-// Runs a step (a whole graph) on a backend, then shows every node output to the observer.
+// Runs a step (a whole graph) on a backend, then shows every node output to the observer. A
+// paired executor runs the same step on a reference backend in lockstep (same graph, same
+// tokens) and shows the observer both outputs of each node, and the node rerun with the
+// reference path on the main run's inputs (the error a node adds itself).
 #pragma once
 #include "exec/backend.h"
 #include "exec/observer.h"
@@ -7,14 +10,18 @@ namespace minfer {
 
 class Executor {
  public:
-  explicit Executor(Backend& b) : backend_(b) {}
+  explicit Executor(Backend& b, Backend* reference = nullptr) : backend_(b), reference_(reference) {}
   void set_observer(Observer* o) { observer_ = o; }
   Observer* observer() const { return observer_; }
-  // Runs the step on the backend, then the observer; returns the wall seconds of both.
+  // Runs the step on the backend (and the reference), then the observer; returns the wall
+  // seconds of all of it.
   double run(const Graph& g, const StepInfo& s);
 
  private:
+  NodeView view(const Graph& g, const Node& n);
+
   Backend& backend_;
+  Backend* reference_;
   Observer* observer_ = nullptr;
 };
 

@@ -1,6 +1,7 @@
 // The generation loop: prefill the prompt, then decode one token per step, sampling each.
 #pragma once
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "exec/executor.h"
@@ -15,12 +16,19 @@ struct GenerateOptions {
   int n_predict = 32;
   bool stop_at_eog = true;
   SamplerOptions sampler;
+  // Paired run: a second backend (another matmul path) run in lockstep on the same tokens; the
+  // observer sees both (Executor) and the reference's logits and pick (StepLogits).
+  Backend* reference = nullptr;
+  // Teacher forcing: the tokens fed as the generated ones instead of the sampler's picks (the
+  // sampler still runs: its pick is reported as `chosen`). Generation stops when they run out.
+  std::optional<std::vector<int32_t>> forced;
 };
 
 struct GenerateResult {
   std::vector<int32_t> prompt, generated;
   double prefill_s = 0;            // prompt graph incl. first logits
   std::vector<double> decode_s;    // per decode step
+  bool forced_ran_out = false;     // stopped because GenerateOptions::forced ran out
   double decode_total_s() const;
   double prefill_tok_s() const;
   double decode_tok_s() const;

@@ -2,10 +2,12 @@
 // A NodeOutput summarizes itself where the tensor lives (host memory for cpu, device memory
 // for cuda), so an observer never has to copy whole activations across.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "exec/tensor_compare.h"
 #include "graph/graph.h"
 
 namespace minfer {
@@ -15,6 +17,7 @@ struct SummarySpec {
   int grid_rows = 32;    // cap on token rows kept in the value grid (0: no grid)
   int grid_cols = 64;    // columns, evenly strided along the feature dimension
   int hist_bins = 32;    // 0: no histogram
+  bool operator==(const SummarySpec&) const = default;
 };
 
 struct TensorStats {
@@ -47,6 +50,13 @@ class NodeOutput {
   virtual TensorSummary summarize(const SummarySpec& spec) const = 0;
   // Host copy of the whole tensor (rows*cols floats); may be slow for device tensors.
   virtual std::vector<float> to_host() const = 0;
+  // Paired traces (exec/tensor_compare.h): this tensor against a reference of the same size,
+  // its largest |x| (with the reference's values there when ref is given), and the 8-bit block
+  // scales of this tensor as a matmul's activation (cols: the row width). The defaults copy to
+  // host and run the host loops; a device backend overrides them to compute in place.
+  virtual TensorCompare compare_to(const NodeOutput& ref, const CompareTolerance& tol) const;
+  virtual std::vector<Outlier> outliers(int k, const NodeOutput* ref) const;
+  virtual BlockScales block_scales(int64_t cols, int block) const;
 };
 
 // When a node ran, on the host clock, relative to its step's start. seconds < 0: not measured
@@ -55,6 +65,77 @@ struct NodeTime {
   double start_s = 0;
   double seconds = -1;
   bool measured() const { return seconds >= 0; }
+};
+
+// What an observer will read after a step, asked before it so a backend can prepare the work on
+// the device (summaries computed inside the step's CUDA graph, per-kernel timings).
+struct StepRecording {
+  bool summaries = false;  // node summaries with `spec` for the nodes Observer::wants selects
+  SummarySpec spec;
+  bool kernels = false;    // per-kernel GPU records (CUPTI) on this step
+  int outliers = 0;        // largest-|x| elements per node (NodeOutput::outliers) it will ask for
+};
+
+// One GPU kernel execution, attributed to the graph node that launched it.
+struct KernelRecord {
+  std::string name;                  // demangled kernel name
+  int node = -1;                     // node id of the step's graph, -1 when unattributed
+  std::string unattributed;          // why node is -1
+  std::vector<int> covers;           // a fused kernel: every node it computes (node is the last)
+  int64_t graph_node = -1;           // CUDA graph node id (CUPTI's) for graph replays, else -1
+  int64_t start_ns = 0;              // relative to the step start
+  int64_t duration_ns = 0;
+  std::array<int, 3> grid{1, 1, 1};
+  std::array<int, 3> block{1, 1, 1};
+  int registers = 0;                 // per thread
+  int64_t shared_bytes = 0;          // static + dynamic shared memory per block
+};
+
+// Where a step's GPU time went. Times < 0: not measured.
+struct StepGpuTime {
+  std::vector<KernelRecord> kernels;  // empty when kernels were not recorded on this step
+  double gpu_ms = -1;       // first kernel start to last kernel end (kernels), else event pair
+  double busy_ms = -1;      // union of the kernels' intervals (kernels only)
+  double event_ms = -1;     // GPU time between events recorded around the step (every traced step)
+  double host_ms = -1;      // host time spent enqueueing the step
+  int64_t dropped = 0;      // kernel records CUPTI lost on this step
+  std::string note;         // why there are no kernel records ("" when there are)
+};
+
+// What the executor shows the observer of one node after a step. `out` and `time` are always
+// set; the rest only where it applies.
+struct NodeView {
+  const NodeOutput* out = nullptr;  // null for nodes without an output (KvStore, fused-away)
+  NodeTime time;
+  // MatMul/Logits whose kernel quantizes its activation to 8 bits: that input (the source
+  // node's output) and the block size (Backend::activation_block).
+  const NodeOutput* activation = nullptr;
+  int activation_block = 0;
+  // Paired runs: the reference run's output of the same node, and this node's op rerun with
+  // the reference path on THIS run's inputs (Backend::rerun_node; null when not available).
+  const NodeOutput* ref = nullptr;
+  const NodeOutput* local_ref = nullptr;
+};
+
+// What the sampler drew from: the logits after the repetition penalty, and its settings. The
+// probabilities are softmax(logits / temperature), or at temperature 1 when it is 0 (greedy).
+struct SampledLogits {
+  const float* logits = nullptr;  // n_vocab values; null when not known
+  float temperature = 0;
+  float repeat_penalty = 1;
+};
+
+// A step's logits (the last row, host memory) and the token chosen from them.
+struct StepLogits {
+  const float* logits = nullptr;
+  int64_t n_vocab = 0;
+  int32_t chosen = -1;  // this run's sampler's pick (a teacher-forced run may feed another)
+  SampledLogits sampled;
+  // Paired runs: the reference run's logits of the same step and the token its sampler (same
+  // settings, same random draws, same history) would have picked.
+  const float* ref_logits = nullptr;
+  int32_t ref_chosen = -1;
+  SampledLogits ref_sampled;
 };
 
 struct StepInfo {
@@ -70,15 +151,28 @@ class Observer {
   // Called once per graph shape the run uses, before its first step.
   virtual void on_graph(const Graph& g) { (void)g; }
   virtual void on_step_begin(const Graph& g, const StepInfo& s) { (void)g; (void)s; }
+  // What this observer reads of the step (asked after on_step_begin; the default: summaries
+  // computed wherever the backend likes, no kernel records).
+  virtual StepRecording recording(const StepInfo& s) const { (void)s; return {}; }
   // Whether on_node wants this node (lets the executor skip the call cheaply).
   virtual bool wants(const Node& n) const { (void)n; return true; }
   // After the step ran, once per node in graph order. out is null for nodes without an output
   // (KvStore, fused-away).
   virtual void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) = 0;
+  // What the executor calls: the node with the extras of NodeView. An observer that needs only
+  // the output keeps the default.
+  virtual void on_node_view(const Node& n, const NodeView& v) { on_node(n, v.out, v.time); }
   // Logits of the step's last row (host memory) and the token the sampler chose from them.
   virtual void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
     (void)s; (void)logits; (void)n_vocab; (void)chosen;
   }
+  // What the generation loop calls: the logits with what the sampler drew from and, in paired
+  // runs, the reference's. The default hands on the plain logits.
+  virtual void on_step_logits(const StepInfo& s, const StepLogits& l) {
+    on_logits(s, l.logits, l.n_vocab, l.chosen);
+  }
+  // After the nodes, when recording() asked for device work: the step's GPU time and kernels.
+  virtual void on_gpu_time(const StepInfo& s, const StepGpuTime& t) { (void)s; (void)t; }
   virtual void on_step_end(const StepInfo& s, double seconds) { (void)s; (void)seconds; }
 };
 

@@ -19,6 +19,10 @@ Sampler::Sampler(const SamplerOptions& o) : opt_(o), rng_(o.seed) {
 double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 int32_t Sampler::sample(const float* logits, int64_t n, const std::vector<int32_t>& history) {
+  return pick(penalized(logits, n, history));
+}
+
+std::vector<float> Sampler::penalized(const float* logits, int64_t n, const std::vector<int32_t>& history) const {
   std::vector<float> l(logits, logits + n);
   if (opt_.repeat_penalty != 1.0f) {
     std::unordered_set<int32_t> seen;
@@ -31,6 +35,12 @@ int32_t Sampler::sample(const float* logits, int64_t n, const std::vector<int32_
         v = v > 0 ? v / opt_.repeat_penalty : v * opt_.repeat_penalty;
       }
   }
+  return l;
+}
+
+int32_t Sampler::pick(const std::vector<float>& l) {
+  const int64_t n = static_cast<int64_t>(l.size());
+  if (n == 0) fail("sampler: no logits to pick from");
   if (opt_.temperature == 0.0f)  // greedy; ties go to the lowest id
     return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
 

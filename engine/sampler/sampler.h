@@ -20,7 +20,13 @@ class Sampler {
  public:
   explicit Sampler(const SamplerOptions& o);
   // Picks a token from logits (not modified); `history` is used by the repetition penalty.
+  // The same as pick(penalized(...)).
   int32_t sample(const float* logits, int64_t n_vocab, const std::vector<int32_t>& history);
+  // The logits after the repetition penalty over the last repeat_last_n tokens of history:
+  // what the draw starts from (a trace records their probabilities).
+  std::vector<float> penalized(const float* logits, int64_t n_vocab, const std::vector<int32_t>& history) const;
+  // Greedy argmax (ties: lowest id), or temperature + top-k + top-p with one uniform draw.
+  int32_t pick(const std::vector<float>& penalized_logits);
   const SamplerOptions& options() const { return opt_; }
 
  private:

@@ -136,7 +136,7 @@ TEST(Cli, TraceIsRecordedAndValidates) {
   EXPECT_FALSE(fs::exists(t + ".partial"));
   auto j = nlohmann::json::parse(slurp(t));
   EXPECT_EQ(j["format"], "minfer-trace");
-  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["version"], 3);
   EXPECT_EQ(j["complete"], true);
   EXPECT_EQ(j["steps"].size(), 6u);  // prefill + 5 decode steps for 6 tokens
   r = sh(kBin + "minfer-trace validate " + t, d);
@@ -182,7 +182,7 @@ TEST(Cli, DiffOfMmqAndFloatPaths) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
   auto d = scratch("diff");
-  const std::string a = (d / "mmq.json").string(), b = (d / "f16.json").string();
+  const std::string a = (d / "mmq.json").string(), b = (d / "f32.json").string();
   const std::string prompt = " 'The quick brown fox jumps over the lazy dog' -n 4 --quiet";
   ASSERT_EQ(sh("MINFER_TRACE=" + a + " " + kBin + "minfer " + p + prompt, d).code, 0);
   ASSERT_EQ(sh("MINFER_MMQ=0 MINFER_TRACE=" + b + " " + kBin + "minfer " + p + prompt, d).code, 0);
@@ -190,7 +190,7 @@ TEST(Cli, DiffOfMmqAndFloatPaths) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["a"]["matmul_path"], "mmq");
-  EXPECT_EQ(j["b"]["matmul_path"], "f16");
+  EXPECT_EQ(j["b"]["matmul_path"], "f32");  // the CPU float path computes in f32
   ASSERT_FALSE(j["steps"].empty());
   // The paths differ only by the 8-bit activation rounding: a first matmul departs, bounded.
   bool any_matmul_differs = false;
@@ -231,4 +231,104 @@ TEST(Cli, TraceFlagsSelectNodesAndGrid) {
   r = sh(kBin + "minfer " + p + " hi --trace-bogus 1", d);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--trace-bogus"), std::string::npos) << r.err;
+}
+
+namespace {
+// The sample traces' prompt and options (scripts/make-sample-traces.sh), as arguments: the
+// prompt goes through a file (sh has no $'...' quoting for its newlines).
+std::string sky_prompt(const fs::path& dir) {
+  const fs::path f = dir / "prompt.txt";
+  std::ofstream(f) << "<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n";
+  return " --file " + f.string() + " -n 24 --repeat-penalty 1.3 --quiet --backend cpu";
+}
+}  // namespace
+
+// Two traces recorded separately, the second teacher-forced with the first's tokens, see the
+// same input tokens on every step; without forcing the greedy paths part (so the forcing is
+// what keeps them aligned).
+TEST(Cli, TeacherForcedPairHasInputsAgreeOnEveryStep) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("tokens-from");
+  const std::string a = (d / "a.json").string(), b = (d / "b.json.gz").string(), c = (d / "c.json").string();
+  const std::string sky = sky_prompt(d);
+  ASSERT_EQ(sh("MINFER_TRACE=" + a + " " + kBin + "minfer " + p + sky, d).code, 0);
+  // No PROMPT: the trace's prompt; -n above A's count: stops at the end of A's tokens.
+  CmdResult r = sh("MINFER_MMQ=0 " + kBin + "minfer " + p + " -n 40 --quiet --backend cpu --repeat-penalty 1.3 --trace " +
+                   b + " --tokens-from " + a, d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped there"), std::string::npos) << r.err;
+  ASSERT_EQ(sh("MINFER_MMQ=0 MINFER_TRACE=" + c + " " + kBin + "minfer " + p + sky, d).code, 0);
+
+  auto diff_of = [&](const std::string& x, const std::string& y) {
+    CmdResult dr = sh(kBin + "minfer-trace diff " + x + " " + y + " --json", d);
+    EXPECT_EQ(dr.code, 0) << dr.err;
+    return nlohmann::json::parse(dr.out);
+  };
+  const auto forced = diff_of(a, b);
+  const auto ta = nlohmann::json::parse(slurp(a));
+  ASSERT_EQ(forced["steps"].size(), ta["steps"].size());
+  EXPECT_EQ(forced["b"]["steps"], ta["steps"].size());  // exactly A's steps, not 40
+  EXPECT_EQ(forced["metrics_source"], "grid");
+  for (const auto& s : forced["steps"]) EXPECT_EQ(s["inputs_agree"], true) << "step " << s["index"];
+  CmdResult v = sh(kBin + "minfer-trace validate " + b, d);
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+
+  const auto free_run = diff_of(a, c);
+  bool parted = false;
+  for (const auto& s : free_run["steps"]) parted = parted || s["inputs_agree"] == false;
+  EXPECT_TRUE(parted) << "the unforced runs never part: this prompt no longer tests the forcing";
+}
+
+TEST(Cli, TokensFromRefusesWhatItCannotReplay) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("tokens-from-errors");
+  const std::string a = (d / "a.json").string(), junk = (d / "junk.json").string();
+  ASSERT_EQ(sh("MINFER_TRACE=" + a + " " + kBin + "minfer " + p + " 'Hello there' -n 3 --quiet", d).code, 0);
+  std::ofstream(junk) << "{\"not\": \"a trace\"}";
+  CmdResult r = sh(kBin + "minfer " + p + " --quiet --tokens-from " + junk, d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("junk.json: not a minfer trace"), std::string::npos) << r.err;
+  auto other = minfer::testing::generated_model("cli-tiny-other", "tiny", GenWeights::Q8_0, 2);
+  r = sh(kBin + "minfer " + other + " --quiet --tokens-from " + a, d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("recorded with another model"), std::string::npos) << r.err;
+  r = sh(kBin + "minfer " + p + " 'Goodbye' --quiet --tokens-from " + a, d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("differ from the trace's"), std::string::npos) << r.err;
+}
+
+// --compare-path f16 on the CPU records the float path by its real name; the paired trace
+// validates, and `minfer-trace diff` with one file names the first node under 30 dB and the
+// worst local error from the full tensors.
+TEST(Cli, PairedTraceRecordsBothPathsInLockstep) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("paired");
+  const std::string t = (d / "t.json").string();
+  CmdResult r = sh(kBin + "minfer " + p + sky_prompt(d) + " --trace " + t + " --compare-path f16", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("recorded as f32"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["meta"]["matmul_path"], "mmq");
+  EXPECT_EQ(j["meta"]["compare"]["path"], "f32");
+  EXPECT_EQ(j["meta"]["compare"]["local"], true);
+  r = sh(kBin + "minfer-trace validate " + t, d);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = sh(kBin + "minfer-trace diff " + t + " --json --threshold 45", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto dj = nlohmann::json::parse(r.out);
+  EXPECT_EQ(dj["metrics_source"], "full");
+  EXPECT_EQ(dj["identical"], false);
+  ASSERT_TRUE(dj["first_divergent"].is_object());
+  ASSERT_TRUE(dj["worst_local"].is_object());
+  EXPECT_EQ(dj["worst_local"]["op"], "matmul");
+  EXPECT_LT(dj["worst_local"]["sqnr_db"].get<double>(), 200);
+  r = sh(kBin + "minfer-trace diff " + t, d);
+  EXPECT_NE(r.out.find("worst local error"), std::string::npos) << r.out;
+  // Without a trace the paired run has nowhere to go.
+  r = sh(kBin + "minfer " + p + " hi -n 1 --quiet --compare-path f32", d);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("give --trace FILE"), std::string::npos) << r.err;
 }

@@ -158,20 +158,20 @@ TEST_P(CudaVsCpu, EveryNodeOfPrefillAndDecode) {
       if (x.empty()) continue;
       const double e = rel_l2(y, x);
       if (e > worst) worst = e, worst_node = n.name;
-      EXPECT_LE(e, tol) << c.weights << " " << matmul_path_name(c.path) << " step " << s << " node " << n.name;
+      EXPECT_LE(e, tol) << c.weights << " " << matmul_path_name(c.path, "cuda") << " step " << s << " node " << n.name;
     }
     const double le = rel_l2(b[s].logits, a[s].logits);
     EXPECT_LE(le, tol) << "logits, step " << s;
     same_top1 += argmax(a[s].logits) == argmax(b[s].logits);
     std::printf("  %-6s %-3s step %zu: worst node %-22s rel.err %.2e, logits %.2e\n", c.weights,
-                matmul_path_name(c.path), s, worst_node.c_str(), worst, le);
+                matmul_path_name(c.path, "cuda"), s, worst_node.c_str(), worst, le);
   }
   // Random weights give near-ties; allow one flip in seven steps.
   EXPECT_GE(same_top1, static_cast<int>(a.size()) - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaVsCpu, ::testing::ValuesIn(kCases), [](const auto& info) {
-  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path);
+  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path, "cuda");
 });
 
 // The decode step captured once as a CUDA graph and replayed must equal the eager kernels
@@ -234,5 +234,28 @@ const Case kQuantCases[] = {
     {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 0, 0},
 };
 INSTANTIATE_TEST_SUITE_P(QuantizedTypes, FusedVsUnfused, ::testing::ValuesIn(kQuantCases), [](const auto& info) {
-  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path);
+  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path, "cuda");
 });
+
+// The greedy token computed in the step (argmax on the device, graph-captured for decode) is the
+// host argmax of the same logits row (lowest id on ties), at every step.
+TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-q4_0", "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  const TinyModel t = load_tiny(path);
+  CudaBackend gpu(*t.m, MatmulPath::MMQ);
+  ASSERT_TRUE(gpu.greedy_on_device());
+  gpu.reserve_context(static_cast<int64_t>(kPrompt.size() + kDecodeInputs.size()));
+  Executor ex(gpu);
+  std::vector<float> logits;
+  auto check = [&](const Graph& g, const StepInfo& s) {
+    ex.run(g, s);
+    const int32_t token = gpu.read_greedy_token(g);
+    gpu.read_logits(g, logits);
+    EXPECT_EQ(token, argmax(logits)) << "step " << s.step;
+  };
+  check(t.pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+  for (size_t i = 0; i < kDecodeInputs.size(); ++i)
+    check(t.dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i), {kDecodeInputs[i]}});
+}

@@ -147,7 +147,7 @@ void check_model(const std::string& path, MatmulPath mp, double tol, double tol_
   for (int64_t l = 0; l < m->hp.n_layer; ++l) {
     auto& got = cap.nodes.at("blk." + std::to_string(l) + ".ffn_residual");
     double e = rel_err(got, ref.layer_out[static_cast<size_t>(l)].data(), got.size());
-    std::printf("  %s %s layer %lld prefill: max|err|/max|ref| = %.3g\n", path.c_str(), matmul_path_name(mp), (long long)l, e);
+    std::printf("  %s %s layer %lld prefill: max|err|/max|ref| = %.3g\n", path.c_str(), b.matmul_path_label().c_str(), (long long)l, e);
     EXPECT_LT(e, tol) << "layer " << l;
   }
   double el = rel_err(cap.logits, ref.logits.data(), ref.logits.size());

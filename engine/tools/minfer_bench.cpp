@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     const double floor_tok_s = bw * 1e9 / static_cast<double>(weight_bytes);
     nlohmann::json j = {
         {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
-        {"matmul_path", minfer::matmul_path_name(backend.matmul_path())},
+        {"matmul_path", backend.matmul_path_label()},
         {"threads", pool.size()}, {"load_ms", load_ms}, {"repetitions", reps},
         {"step_graphs", backend.step_graphs()}, {"backend_memory_bytes", memory_json(backend.memory())},
         {"decode_kernels_per_token", backend.decode_kernels()},
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     else
       std::printf("%s | %s | %s path | pp%d: %.2f tok/s | tg%d: %.2f tok/s (median of %d) | "
                   "floor %.1f tok/s (%.0f MB/token at %.1f GB/s): %.0f%%\n",
-                  model_path.c_str(), backend.device().c_str(), minfer::matmul_path_name(backend.matmul_path()),
+                  model_path.c_str(), backend.device().c_str(), backend.matmul_path_label().c_str(),
                   pp, median(pp_ts), tg, median(tg_ts), reps, floor_tok_s, weight_bytes / 1e6, bw,
                   100.0 * median(tg_ts) / floor_tok_s);
     return 0;

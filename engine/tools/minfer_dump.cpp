@@ -90,9 +90,10 @@ int main(int argc, char** argv) {
     }
     // Prefill on the MMQ (default) path: hidden state after every layer, last-row logits.
     for (MatmulPath mp : {MatmulPath::MMQ, MatmulPath::Float}) {
-      const std::string tag = matmul_path_name(mp);
       auto backend = make_backend(backend_choice, *m, mp);
       Backend& b = *backend;
+      const std::string tag = b.matmul_path_label();  // "f32" on cpu, "f16" on cuda
+      index["paths"].push_back(tag);
       LayerCapture cap;
       GenerateOptions g;
       g.n_predict = greedy;

@@ -1,6 +1,7 @@
-// The valid trace the mutation tests damage: a small synthetic run (one layer, 16 wide, two
-// decode steps, small grids) recorded by the real recorder, plus a CUDA-style kernel record so
-// every reader's kernel path is exercised too.
+// The valid trace the mutation tests damage: a small synthetic paired run (one layer, 16 wide,
+// two decode steps, small grids, a reference with `ref`/`cmp` per node and `ref_logits`/`compare`
+// per step) recorded by the real recorder, plus a CUDA-style kernel record so every reader's
+// kernel path is exercised too.
 #pragma once
 #include <string>
 
@@ -22,8 +23,9 @@ inline nlohmann::json small_valid_trace(const std::string& scratch_path) {
   synth::Run run;
   run.shapes = synth::Shapes{1, 16, 8, 24, 40};
   run.n_decode = 2;
+  run.paired = true;
   {
-    Recorder rec(o, synth::meta(), synth::token_text);
+    Recorder rec(o, synth::paired_meta(), synth::token_text);
     synth::run(rec, run);
     rec.finish({{"load_ms", 1.0}, {"prefill_ms", 2.0}, {"decode_ms", {1.0, 1.0}}});
   }

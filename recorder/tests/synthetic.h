@@ -108,6 +108,9 @@ struct Run {
   // Changes a node's values before the observer sees them (inject errors, NaN).
   std::function<void(int step, const Node&, std::vector<float>&)> perturb;
   std::function<void(int step)> after_step;  // e.g. sleep (kill test)
+  // A paired run: the observer also sees a reference (the values scaled by 1 + 1e-3 (layer + 2))
+  // and, for matmuls, a local reference (scaled by 1 + 5e-4), as Executor and generate() show them.
+  bool paired = false;
 };
 
 inline std::vector<float> node_values(const Run& r, int step, const Node& n) {
@@ -155,12 +158,39 @@ inline void run(Observer& obs, const Run& r) {
       }
       std::vector<float> v = node_values(r, step, n);
       if (r.perturb) r.perturb(step, n, v);
-      HostOutput out(std::move(v), n.rows(), n.cols());
-      obs.on_node(n, &out, t);
+      if (!r.paired) {
+        HostOutput out(std::move(v), n.rows(), n.cols());
+        obs.on_node(n, &out, t);
+        continue;
+      }
+      const bool matmul = n.op == Op::MatMul || n.op == Op::Logits;
+      std::vector<float> ref = v, local = v;
+      for (auto& x : ref) x *= 1.f + 1e-3f * static_cast<float>(n.layer + 2);
+      for (auto& x : local) x *= matmul ? 1.f + 5e-4f : 1.f;
+      HostOutput out(std::move(v), n.rows(), n.cols()), ref_out(std::move(ref), n.rows(), n.cols()),
+          local_out(std::move(local), n.rows(), n.cols());
+      NodeView view{&out, t};
+      view.ref = &ref_out;
+      view.local_ref = &local_out;
+      obs.on_node_view(n, view);
     }
     const auto lg = logits_values(r, step, r.shapes.n_vocab);
     next = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
-    obs.on_logits(s, lg.data(), static_cast<int64_t>(lg.size()), next);
+    if (r.paired) {
+      std::vector<float> ref_lg = lg;
+      for (size_t i = 0; i < ref_lg.size(); ++i) ref_lg[i] += 0.01f * static_cast<float>(i % 7);
+      StepLogits l;
+      l.logits = lg.data();
+      l.n_vocab = static_cast<int64_t>(lg.size());
+      l.chosen = next;
+      l.sampled = {lg.data(), 0.f, 1.f};
+      l.ref_logits = ref_lg.data();
+      l.ref_chosen = static_cast<int32_t>(std::max_element(ref_lg.begin(), ref_lg.end()) - ref_lg.begin());
+      l.ref_sampled = {ref_lg.data(), 0.f, 1.f};
+      obs.on_step_logits(s, l);
+    } else {
+      obs.on_logits(s, lg.data(), static_cast<int64_t>(lg.size()), next);
+    }
     obs.on_step_end(s, 1e-3 * (step == 0 ? 5 : 1));
     pos += static_cast<int>(s.tokens.size());
     if (r.after_step) r.after_step(step);
@@ -172,6 +202,14 @@ inline nlohmann::json meta(const std::string& sha256 = std::string(64, 'a'), con
                      {"name", "synthetic"}, {"hparams", {{"n_layer", 2}}}, {"weight_types", {{"attn_q", "Q4_0"}}}}},
           {"backend", "cpu"}, {"device", "test"}, {"matmul_path", path}, {"cuda_graph", false}, {"threads", 1},
           {"prompt", "Hello, world!"}, {"sampler", {{"temperature", 0}, {"seed", 1}}}};
+}
+
+// meta() of a paired trace (meta.compare against the f32 path).
+inline nlohmann::json paired_meta() {
+  nlohmann::json m = meta();
+  m["compare"] = {{"path", "f32"}, {"backend", "cpu"}, {"mode", "lockstep"}, {"teacher", "a"},
+                  {"tolerance", {{"abs", 1e-3}, {"rel", 1e-2}}}, {"local", true}};
+  return m;
 }
 
 inline std::string token_text(int32_t id) {

@@ -99,7 +99,7 @@ TEST_F(Hardening, MissingFieldsAreNamedNotReadOutsideTheHeap) {
   for (auto& s : t["steps"]) s.erase("logits");
   const std::string path = dir + "/nologits.json";
   write(path, t.dump());
-  EXPECT_NE(error_of([&] { load_checked_trace(path); }).find("nologits.json: not a valid minfer-trace v2: /steps/0: missing required field 'logits'"),
+  EXPECT_NE(error_of([&] { load_checked_trace(path); }).find("nologits.json: not a valid minfer-trace v3: /steps/0: missing required field 'logits'"),
             std::string::npos);
   for (const std::string& args : {"summary " + path, "export-perfetto " + path + " -o " + dir + "/p.json",
                                   "diff " + good_path + " " + path, "diff --json " + path + " " + good_path}) {

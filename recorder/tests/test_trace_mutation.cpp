@@ -1,6 +1,6 @@
 // Damaged traces through every reader the tools have: load + validate (minfer-trace validate),
-// then, for traces that validate, summary, export-perfetto and diff against the original and
-// themselves. Each must end in a result or a minfer::Error naming the problem: no crash, no
+// then, for traces that validate, summary, export-perfetto, diff against the original and
+// themselves, and the paired diff of the trace alone. Each must end in a result or a minfer::Error naming the problem: no crash, no
 // other exception (the "unexpected error" of raw library text), no hang. Under ASan + UBSan
 // (scripts/run-trace-fuzz.sh) it also proves there is no out-of-bounds read or undefined
 // behaviour. Every 25th mutant also goes through the minfer-trace program itself.
@@ -61,6 +61,10 @@ Outcome read_every_way(const std::string& path, const json& original) {
     } catch (const Error&) {  // not comparable (a different graph or prompt): a clear refusal
     }
   }
+  try {
+    (void)diff_paired(t).dump(-1, ' ', false, json::error_handler_t::replace);
+  } catch (const Error&) {  // no longer paired (meta.compare damaged away)
+  }
   return Outcome::ReadByAll;
 }
 
@@ -69,7 +73,8 @@ Outcome read_every_way(const std::string& path, const json& original) {
 void run_tool(const std::string& dir, const std::string& file, const std::string& original, const std::string& what) {
   const std::string tool = MINFER_TRACE_TOOL;
   for (const std::string& args : {"validate " + file, "summary " + file, "export-perfetto " + file + " -o " + dir + "/p.json",
-                                  "diff " + original + " " + file, "diff --json " + file + " " + file}) {
+                                  "diff " + original + " " + file, "diff --json " + file + " " + file,
+                                  "diff " + file}) {
     const int rc = std::system(("timeout 60 " + tool + " " + args + " > " + dir + "/tool.out 2>&1").c_str());
     const int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
     std::ifstream out(dir + "/tool.out");

@@ -77,7 +77,9 @@ def main():
     report = {"label": a.label, "hparams": h, "prompt_tokens": len(idx["prompt_ids"]),
               "weight_types": sorted({w["type"] for w in idx["weights"].values()}), "paths": {}}
     n = len(idx["prompt_ids"])
-    for path in ("mmq", "f16"):
+    # The dump names its float path for what it computes (f32 on cpu, f16 on cuda); older
+    # dumps have no "paths" and called it f16.
+    for path in idx.get("paths", ["mmq", "f16"]):
         pd = os.path.join(a.dump_dir, path)
         layers = []
         for k in range(h["n_layer"]):

@@ -77,10 +77,11 @@ async function canvasInk(selector) {
 const list = (await api('api/traces')).filter((e) => !e.error);
 check(list.length > 0, 'the server lists no readable trace');
 // The smallest readable v2 trace with decode steps is the quickest to inspect.
-const single = [...list].filter((e) => (e.steps ?? 0) >= 4 && (e.version ?? 2) === 2 && e.backend !== 'cuda').sort((a, b) => a.size - b.size)[0] ?? list[0];
+const single = [...list].filter((e) => (e.steps ?? 0) >= 4 && (e.version ?? 2) >= 2 && !e.compare_path && e.backend !== 'cuda').sort((a, b) => a.size - b.size)[0] ?? list[0];
 const pair = (() => {
   for (const a of list) for (const b of list)
-    if (a !== b && a.model === b.model && a.backend === b.backend && a.matmul_path === 'mmq' && b.matmul_path === 'f16') return [a.name, b.name];
+    if (a !== b && a.model === b.model && a.model_sha256 === b.model_sha256 && a.prompt === b.prompt && a.backend === b.backend &&
+        !a.compare_path && !b.compare_path && a.matmul_path === 'mmq' && b.matmul_path === 'f16') return [a.name, b.name];
   return null;
 })();
 
@@ -218,7 +219,7 @@ await test('kernel tab explains or draws the timeline', async () => {
   await page.click('.tab[data-tab="kernels"]');
   const text = await page.textContent('.kernels-panel');
   check(/kernel/i.test(text), 'kernel tab is empty');
-  const cuda = list.find((e) => e.backend === 'cuda');
+  const cuda = list.find((e) => e.backend === 'cuda' && !/nocupti/.test(e.name));   // one with kernel records
   if (cuda) {
     await page.goto(`${server.url}?trace=${encodeURIComponent(cuda.name)}`);
     await ready();
@@ -229,6 +230,175 @@ await test('kernel tab explains or draws the timeline', async () => {
     await shot('kernels');
   }
 });
+
+
+// ----- CUDA traces: GPU time colour, kernel timeline, GPU timings -----------------------------
+// On the synthetic CUDA v3 fixture (served by a second server over a folder of its own) and on
+// every recorded CUDA sample in the traces folder. Expected figures come from the trace JSON the
+// server sends, recomputed here.
+const cudaDir = mkdtempSync(join(tmpdir(), 'minfer-cuda-'));
+for (const f of ['fixture-cuda-v3.json', 'fixture-cuda-v3-nocupti.json']) copyFileSync(join(fixtures, f), join(cudaDir, f));
+const cudaServer = await startServer({ mock, tracesDir: cudaDir });
+const cudaRuns = [{ srv: cudaServer, name: 'fixture-cuda-v3.json', tag: '' },
+  ...list.filter((e) => e.backend === 'cuda' && /^qwen.*cuda/.test(e.name)).slice(0, 2).map((e) => ({ srv: server, name: e.name, tag: `-${e.name.replace(/\.json(\.gz)?$/, '')}` }))];
+const fmt3 = (us) => String(Number((us >= 1000 ? us / 1000 : us).toPrecision(3)));
+// Kernel records of a step: the whole file, or the step's slice when the server has slices.
+async function cudaDoc(srv, name) {
+  return (await fetch(`${srv.url}api/traces/${encodeURIComponent(name)}`)).json();
+}
+// Screenshots of the bottom tabs: a taller panel, scrolled to the top, the pointer left where it is.
+async function tallShot(name, hover) {
+  await page.evaluate(() => { document.querySelector('.bottom').style.height = '470px'; document.getElementById('tab-body').scrollTop = 0; });
+  if (await page.$('button:has-text("fit width")')) await page.click('button:has-text("fit width")');
+  if (hover) await hover();
+  const p = join(OUT, `${name}.png`);
+  await page.screenshot({ path: p });
+  shots.push(p);
+}
+function busyNs(ks) {
+  const iv = ks.map((k) => [k.start_ns, k.start_ns + k.duration_ns]).sort((a, b) => a[0] - b[0]);
+  let busy = 0, end = -Infinity, gaps = 0, maxGap = 0;
+  for (const [a, b] of iv) {
+    if (a > end && end > -Infinity) { gaps++; maxGap = Math.max(maxGap, a - end); }
+    if (b > end) { busy += b - Math.max(a, end); end = b; }
+  }
+  return { busy, gaps, maxGap, span: end - iv[0][0] };
+}
+
+for (const run of cudaRuns) {
+  const doc = await cudaDoc(run.srv, run.name);
+  const kStep = doc.steps.findIndex((s, i) => i > 0 && s.kernels?.length) >= 0 ? doc.steps.findIndex((s, i) => i > 0 && s.kernels?.length) : doc.steps.findIndex((s) => s.kernels?.length);
+  const st = doc.steps[kStep];
+  const graph = doc.graphs.find((g) => g.id === st?.graph);
+  const url = `${run.srv.url}?trace=${encodeURIComponent(run.name)}&step=${kStep}`;
+
+  await test(`${run.name}: GPU time colours the graph`, async () => {
+    check(kStep >= 0, 'no step with kernel records');
+    await page.goto(url);
+    await ready();
+    await details(kStep);
+    const opts = await page.$$eval('#metric option', (os) => os.map((o) => o.value));
+    check(opts.includes('gpu'), `no GPU time colour among ${opts}`);
+    await page.selectOption('#metric', 'gpu');
+    check(/GPU time \(µs\)/.test(await page.textContent('.graph-legend')), 'legend does not name GPU time and its unit');
+    // The slowest node's label shows its gpu_us; a node without kernels shows none.
+    const withGpu = st.nodes.filter((r) => r.gpu_us !== undefined);
+    const sums = new Map();
+    for (const k of st.kernels) if (k.node >= 0) sums.set(k.node, (sums.get(k.node) ?? 0) + k.duration_ns / 1000);
+    const slow = withGpu.length ? withGpu.reduce((a, b) => (b.gpu_us > a.gpu_us ? b : a))
+      : { id: [...sums.entries()].sort((a, b) => b[1] - a[1])[0][0], gpu_us: [...sums.values()].sort((a, b) => b - a)[0] };
+    const text = await page.evaluate((id) => window.minferViz.nodeText(id), slow.id);
+    check(text.includes(fmt3(slow.gpu_us)), `node ${graph.nodes[slow.id].name}: label "${text}", gpu_us ${slow.gpu_us}`);
+    if (sums.has(slow.id)) check(Math.abs(sums.get(slow.id) - slow.gpu_us) <= 1e-3 * slow.gpu_us + 1e-3, `gpu_us ${slow.gpu_us} ≠ sum of its kernels ${sums.get(slow.id)}`);
+    const none = graph.nodes.find((n) => n.fused_into >= 0);
+    if (none) check(!/µs|ms/.test(await page.evaluate((id) => window.minferViz.nodeText(id), none.id)), 'a fused-away node shows a GPU time');
+    await page.evaluate((id) => window.minferViz.selectNode(id), slow.id);
+    await page.waitForSelector('.inspector .stats-table tr[data-stat="GPU time"], .inspector .panel-section h3:has-text("Kernels (")');
+    await shot(`graph-gpu-time${run.tag}`);
+  });
+
+  await test(`${run.name}: kernel timeline of the step, by node`, async () => {
+    await page.click('.tab[data-tab="kernels"]');
+    await page.waitForSelector('.kernel-timeline rect.kernel');
+    const n = await page.$$eval('.kernel-timeline rect.kernel', (r) => r.length);
+    check(n === st.kernels.length, `${n} kernel bars for ${st.kernels.length} kernels`);
+    const nodesWith = new Set(st.kernels.filter((k) => k.node >= 0).map((k) => k.node));
+    check(await page.$$eval('.kernel-timeline rect.node-span', (r) => r.length) === nodesWith.size, 'node spans ≠ nodes with kernels');
+    const loose = st.kernels.filter((k) => k.node < 0).length;
+    check(await page.$$eval('.kernel-timeline rect.kernel.unattributed', (r) => r.length) === loose, 'unattributed kernels not marked');
+    if (loose) check((await page.$$eval('.kernel-timeline .lane-label', (l) => l.map((x) => x.textContent))).includes('no node'), 'no "no node" lane');
+    const b = busyNs(st.kernels);
+    check(await page.$$eval('.kernel-timeline rect.idle-gap', (r) => r.length) === b.gaps, `idle gaps ≠ ${b.gaps}`);
+    // Each node span covers its kernels on screen.
+    const bad = await page.evaluate(() => {
+      const spans = new Map([...document.querySelectorAll('.kernel-timeline rect.node-span')].map((r) => [r.dataset.node, r.getBBox()]));
+      let worst = 0;
+      for (const k of document.querySelectorAll('.kernel-timeline rect.kernel[data-node]')) {
+        const s = spans.get(k.dataset.node), kb = k.getBBox();
+        worst = Math.max(worst, s.x - kb.x, kb.x + kb.width - (s.x + s.width));
+      }
+      return worst;
+    });
+    check(bad <= 1.01, `a kernel sticks out of its node span by ${bad} px`);
+    // Hover: the tooltip names the kernel and its launch; click selects its node.
+    const k = st.kernels.filter((x) => x.node >= 0).sort((a, c) => c.duration_ns - a.duration_ns)[0];
+    const idx = st.kernels.indexOf(k);
+    const rect = (await page.$$('.kernel-timeline rect.kernel'))[idx];
+    await rect.hover();
+    const tip = await page.textContent('.kt-tip');
+    for (const want of [k.name, `[${k.grid.join(', ')}]`, `[${k.block.join(', ')}]`, `${k.registers} per thread`, 'B per block', fmt3(k.duration_ns / 1000), graph.nodes[k.node].name])
+      check(tip.includes(want), `tooltip lacks "${want}": ${tip}`);
+    await rect.click();
+    await page.waitForFunction((name) => document.querySelector('.inspector .node-title')?.textContent === name, graph.nodes[k.node].name);
+    check(await page.$$eval('.kernel-timeline rect.kernel.sel', (r) => r.length) === st.kernels.filter((x) => x.node === k.node).length, 'the node\'s kernels are not outlined');
+    if (loose) {
+      await (await page.$('.kernel-timeline rect.kernel.unattributed')).hover();
+      const t2 = await page.textContent('.kt-tip');
+      check(/none — /.test(t2), `unattributed tooltip: ${t2}`);
+      const reason = st.kernels.find((x) => x.node < 0).unattributed;
+      if (reason) check(t2.includes(reason), `tooltip lacks the reason "${reason}"`);
+    }
+    await tallShot(`kernels-timeline${run.tag}`, async () => {
+      await (await page.$$('.kernel-timeline rect.kernel'))[idx].hover();
+      check(await page.$eval('.kt-tip', (t) => getComputedStyle(t).display === 'block'), 'tooltip hidden');
+    });
+  });
+
+  await test(`${run.name}: timings show GPU span, busy, idle, host, events and dropped records`, async () => {
+    await page.click('.tab[data-tab="timings"]');
+    await page.waitForSelector('.timings-panel .gpu-head .chip');
+    const chips = await page.$$eval('.timings-panel .gpu-head .chip', (cs) => Object.fromEntries(cs.map((c) => [c.dataset.k, c.textContent])));
+    const b = busyNs(st.kernels);
+    const want = [['GPU span', st.gpu_ms ?? b.span / 1e6], ['busy', st.gpu_busy_ms ?? b.busy / 1e6], ['step wall', st.time_ms]];
+    if (st.host_ms !== undefined) want.push(['host enqueue', st.host_ms]);
+    if (st.event_ms !== undefined) want.push(['GPU events', st.event_ms]);
+    for (const [k, ms] of want) check(chips[k]?.includes(fmt3(ms * 1000)), `chip ${k}: "${chips[k]}", expected ${ms} ms`);
+    check(Math.abs((st.gpu_ms ?? b.span / 1e6) - b.span / 1e6) < 1e-5 + 1e-4 * b.span / 1e6, `recorded gpu_ms ${st.gpu_ms} ≠ kernel span ${b.span / 1e6}`);
+    check(new RegExp(`in ${b.gaps} gaps`).test(chips.idle), `idle chip: ${chips.idle}, ${b.gaps} gaps`);
+    if (st.kernels_dropped !== undefined) check(chips['dropped records']?.includes(String(st.kernels_dropped)), `dropped chip: ${chips['dropped records']}`);
+    check(await page.$$eval('.gpu-steps tr[data-step]', (r) => r.length) === doc.steps.length, 'step table rows ≠ steps');
+    check(await page.$('.timings-panel .gpu-nodes .bar'), 'no per-node GPU time chart');
+    // A step with dropped records is marked in the table and its chip.
+    const dropStep = doc.steps.findIndex((s) => s.kernels_dropped > 0);
+    if (dropStep >= 0) {
+      await page.click(`.gpu-steps tr[data-step="${dropStep}"]`);
+      await details(dropStep);
+      check(await page.$('.timings-panel .gpu-head .chip.bad[data-k="dropped records"]'), 'lost CUPTI records not flagged');
+    }
+    await tallShot(`timings-gpu${run.tag}`);
+    // A step without kernel records says why.
+    const noK = doc.steps.findIndex((s) => !s.kernels?.length);
+    if (noK >= 0) {
+      await page.click(`.gpu-steps tr[data-step="${noK}"]`);
+      await details(noK);
+      const why = await page.textContent('.timings-panel .no-kernels');
+      const want = doc.steps[noK].kernels_note ?? doc.meta.cupti?.reason;
+      check(!want || why.includes(want), `no-kernel step: "${why}", expected "${want}"`);
+    }
+  });
+}
+
+await test('CUPTI off: the page says why there are no kernels', async () => {
+  const doc = await cudaDoc(cudaServer, 'fixture-cuda-v3-nocupti.json');
+  await page.goto(`${cudaServer.url}?trace=fixture-cuda-v3-nocupti.json&step=1`);
+  await ready();
+  await details(1);
+  const opts = await page.$$eval('#metric option', (os) => os.map((o) => o.value));
+  check(!opts.includes('gpu'), 'GPU time colour offered without kernel records');
+  await page.click('.tab[data-tab="kernels"]');
+  const text = await page.textContent('.kernels-panel');
+  check(text.includes(doc.meta.cupti.reason), `timeline tab does not give the CUPTI reason: ${text}`);
+  await page.click('.tab[data-tab="timings"]');
+  check((await page.textContent('.timings-panel .no-kernels')).includes(doc.meta.cupti.reason), 'timings tab does not give the CUPTI reason');
+  check((await page.textContent('.timings-panel .cupti-note')).includes('CUPTI off'), 'no CUPTI note under the step table');
+  // A CPU trace offers host time, not GPU time.
+  await page.goto(`${server.url}?trace=${encodeURIComponent(single.name)}`);
+  await ready();
+  const cpuOpts = await page.$$eval('#metric option', (os) => os.map((o) => o.value));
+  check(cpuOpts.includes('time') && !cpuOpts.includes('gpu'), `cpu trace colours: ${cpuOpts}`);
+});
+cudaServer.stop();
+rmSync(cudaDir, { recursive: true, force: true });
 
 
 await test('fit fills the pane; pan/zoom stay on the graph; minimap moves the view', async () => {
@@ -321,7 +491,8 @@ await test('pipeline view: stages from the graph, drill-down to operators', asyn
 
 await test('comparison view shows the first divergent node', async () => {
   check(pair, 'no mmq/f16 pair of the same model among the traces');
-  const cmp = await api(`api/compare?a=${encodeURIComponent(pair[0])}&b=${encodeURIComponent(pair[1])}`);
+  // The page measures against the float run (B) by default: the server's first trace is the reference.
+  const cmp = await api(`api/compare?a=${encodeURIComponent(pair[1])}&b=${encodeURIComponent(pair[0])}`);
   check(!cmp.error, `server comparison failed: ${cmp.error}`);
   await page.goto(`${server.url}?a=${encodeURIComponent(pair[0])}&b=${encodeURIComponent(pair[1])}`);
   await ready();
@@ -342,12 +513,127 @@ await test('comparison view shows the first divergent node', async () => {
     check(/SQNR/.test(await page.textContent('.inspector')), 'inspector shows no SQNR for the closest call');
   }
   check((await page.$$('.agreement-table tr[data-step]')).length === cmp.steps.length, 'token agreement rows != steps');
+  check(/from sampled grid/.test(await page.textContent('.divergence-banner')), 'grid metrics are not labelled "from sampled grid"');
+  check(/reference: B \(f16\)/.test(await page.$eval('.reference-select', (s) => s.selectedOptions[0].textContent)), 'f16 is not the default reference');
+  // Steps whose inputs differ say so, and the named node is never from one of them.
+  const differ = cmp.steps.filter((s) => s.inputs_agree === false).map((s) => s.index);
+  const marked = await page.$$eval('.agreement-table tr.inputs-differ', (rs) => rs.map((r) => Number(r.dataset.step)));
+  check(JSON.stringify(marked) === JSON.stringify(differ), `rows marked "inputs differ" ${marked} != server's ${differ}`);
+  if (differ.length) {
+    check(new RegExp(`inputs differ from step ${differ[0]}`).test(await page.textContent('.divergence-banner')), 'the banner does not say where the inputs differ');
+    if (cmp.first_divergent) check(cmp.first_divergent.step < differ[0], 'first divergent node named from a step whose inputs differ');
+  }
   await shot('compare');
+  // Switching the reference asks the server for the other order and keeps the page.
+  await page.selectOption('.reference-select', 'a');
+  await page.waitForFunction(() => /reference: A/.test(document.querySelector('.reference-select')?.selectedOptions[0].textContent ?? ''));
+  check(await page.$eval('body', (b) => b.dataset.state) === 'ready', 'switching the reference broke the page');
   // Tokens and Timeline show both runs.
   for (const tab of ['tokens', 'kernels']) {
     await page.click(`.tab[data-tab="${tab}"]`);
     const runs = await page.$$eval('#tab-body .ab-block', (bs) => bs.map((b) => b.dataset.run).join(''));
     check(runs === 'AB', `the ${tab} tab shows ${runs || 'no'} run blocks, expected A and B`);
+  }
+});
+
+// Issue #10: the paired comparison. A recorded paired sample when the server lists one, else
+// the generated paired fixture opened as a local file (same page, same checks).
+const pairedEntry = list.find((e) => e.compare_path);
+await test('paired trace: the page names the node that first adds error and how much', async () => {
+  let doc;
+  if (pairedEntry) {
+    doc = await api(`api/traces/${encodeURIComponent(pairedEntry.name)}`);
+    await page.goto(`${server.url}?trace=${encodeURIComponent(pairedEntry.name)}`);
+  } else {
+    console.log('       (no recorded paired sample on the server: the generated fixture-paired.json)');
+    doc = JSON.parse(readFileSync(join(fixtures, 'fixture-paired.json'), 'utf8'));
+    await page.goto(server.url);
+    await ready();
+    await page.setInputFiles('input[type=file]', join(fixtures, 'fixture-paired.json'));
+  }
+  await ready();
+  check(await page.$eval('body', (b) => b.dataset.state) === 'ready', await page.textContent('body'));
+  // The first node whose own (local) error is under 30 dB, found by a plain walk of the file.
+  let want = null;
+  for (const s of doc.steps) for (const r of s.nodes) if (!want && r.cmp?.local && r.cmp.local.sqnr_db < 30) want = { step: s.index, id: r.id, local: r.cmp.local.sqnr_db, name: doc.graphs.find((g) => g.id === s.graph).nodes[r.id].name };
+  const banner = await page.textContent('.divergence-banner');
+  if (want) {
+    check(await page.textContent('.divergence-banner .divergent-name') === want.name, `banner: ${banner}; expected ${want.name}`);
+    check(banner.includes(`adds ${want.local.toFixed(1)} dB`), `banner does not say how much ${want.name} adds (${want.local.toFixed(1)} dB): ${banner}`);
+    await page.waitForFunction((n) => document.querySelector('.inspector .node-title')?.textContent === n, want.name);
+    const insp = await page.textContent('.inspector');
+    check(/local SQNR/.test(insp) && /full tensor/.test(insp), 'inspector shows no full-tensor / local metrics');
+    check(/Outlier channels/.test(insp), 'inspector shows no outlier channels');
+    const outRows = await page.$$eval('.outliers-table tr', (rs) => rs.length - 1);
+    const rec = doc.steps[want.step].nodes.find((r) => r.id === want.id);
+    check(outRows === rec.outliers.length, `${outRows} outlier rows, the record has ${rec.outliers.length}`);
+    if (rec.act_scales) check(/MMQ activation block scales/.test(insp), 'no activation block-scale summary for an MMQ matmul');
+    // A and B on one colour scale, plus the relative-error map.
+    const notes = await page.$$eval('.inspector .heatmap .legend-note', (ns) => ns.map((n) => n.textContent));
+    check(await page.$$eval('.inspector .heatmap', (h) => h.length) === 3, 'expected A, B and relative-error heatmaps');
+    check(notes[0] === notes[2], `A and B heatmaps do not share a scale: "${notes[0]}" vs "${notes[2]}"`);
+  } else {
+    check(/No node diverges|Identical/.test(banner), `no node adds error but the banner says: ${banner}`);
+  }
+  check(/full tensor/.test(await page.textContent('.compare-panel')), 'metrics are not labelled as full-tensor');
+  // The chart: one dot per compared node of the step, local squares.
+  const step = Number(await page.evaluate(() => document.body.dataset.step));
+  await details(step);
+  const compared = doc.steps[step].nodes.filter((r) => r.cmp).length;
+  check(await page.$$eval('.error-chart .full-dot', (d) => d.length) === compared, 'error chart dots != compared nodes');
+  check(await page.$$eval('.error-chart .local-mark', (d) => d.length) > 0, 'no local-error marks in the chart');
+  // Worst nodes: sorted worst first, filter by op.
+  const firstLocal = await page.$eval('.worst-table tr[data-step] td:nth-child(4)', (td) => td.textContent);
+  const minLocal = Math.min(...doc.steps.flatMap((s) => s.nodes.filter((r) => r.cmp?.local).map((r) => r.cmp.local.sqnr_db)));
+  check(firstLocal === `${minLocal.toFixed(1)} dB`, `worst-nodes table starts at ${firstLocal}, the file's worst local SQNR is ${minLocal.toFixed(1)} dB`);
+  await page.selectOption('.wn-op', 'matmul');
+  const ops = await page.$$eval('.worst-table tr[data-step] td:nth-last-child(2)', (tds) => [...new Set(tds.map((t) => t.textContent))]);
+  check(ops.length === 1 && ops[0] === 'matmul', `op filter left ${ops}`);
+  await page.click('.worst-table th[data-key="sqnrDb"]');
+  check(/SQNR ▲/.test(await page.textContent('.worst-table th[data-key="sqnrDb"]')), 'SQNR column did not sort');
+  // Next-token distributions as sampled, with the sampler settings.
+  check(await page.$$eval('.topk-side', (s) => s.length) === 2, 'A and B top-k are not side by side');
+  const tk = await page.textContent('.topk-pair');
+  check(/p as sampled/.test(tk) && /repeat penalty/.test(tk) && /margin top1−top2/.test(tk), `top-k lacks sampled p / sampler / margin: ${tk.slice(0, 200)}`);
+  // Colour by local error: the legend separates 20, 30 and 40 dB.
+  await page.selectOption('#metric', 'local');
+  const legend = await page.textContent('.graph-legend');
+  check(/20 dB/.test(legend) && /30 dB/.test(legend) && /40 dB/.test(legend), `legend: ${legend}`);
+  await shot('compare-paired');
+  await page.selectOption('#metric', 'error');
+});
+
+await test('a trace compared with itself says identical and names no node', async () => {
+  const name = pair ? pair[0] : single.name;
+  await page.goto(`${server.url}?a=${encodeURIComponent(name)}&b=${encodeURIComponent(name)}`);
+  await ready();
+  check(await page.$eval('body', (b) => b.dataset.state) === 'ready', await page.textContent('body'));
+  const banner = await page.textContent('.divergence-banner');
+  check(/Identical/.test(banner) && !/closest call|First divergent/.test(banner), `self-comparison banner: ${banner}`);
+});
+
+await test('the landing page Compare picks a comparable pair, or says why a pair is refused', async () => {
+  await page.goto(server.url);
+  await ready();
+  if (!(await page.$('.compare-go'))) { check(list.length < 2, 'no compare picker with two traces listed'); return; }
+  const [a, b] = [await page.$eval('#cmp-a', (s) => s.value), await page.$eval('#cmp-b', (s) => s.value)];
+  const ea = list.find((e) => e.name === a), eb = list.find((e) => e.name === b);
+  const comparable = list.some((x) => list.some((y) => x !== y && x.model_sha256 === y.model_sha256 && x.prompt === y.prompt));
+  if (comparable) {
+    check(ea.model_sha256 === eb.model_sha256 && ea.prompt === eb.prompt && a !== b, `default pair ${a} / ${b} is not of one model and prompt`);
+    // A pair of different models is refused before the server is asked.
+    const other = list.find((e) => e.model_sha256 !== ea.model_sha256);
+    if (other) {
+      await page.selectOption('#cmp-b', other.name);
+      check(await page.$eval('.compare-go', (x) => x.disabled), 'Compare is enabled for two different models');
+      check(/different models/.test(await page.textContent('.compare-why')), 'no reason given for the refused pair');
+      await page.selectOption('#cmp-b', b);
+    }
+    await page.click('.compare-go');
+    await ready();
+    check(await page.$eval('body', (x) => x.dataset.state) === 'ready', `default Compare failed: ${await page.textContent('body')}`);
+  } else {
+    check(/No two traces share/.test(await page.textContent('.compare-why')), 'no explanation why no pair exists');
   }
 });
 

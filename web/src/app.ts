@@ -2,10 +2,12 @@
 // state (step, node, metric, filters, playback) and tells the views what changed.
 import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces } from './io/api';
 import { readLocalFile } from './io/read-file';
-import type { Comparison } from './model/compare';
+import { defaultReference, type Comparison } from './model/compare';
+import { isPaired, pairedComparison, referenceTrace } from './model/paired';
 import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
 import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
+import { traceHasKernels } from './model/gpu-time';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs, fmtNum, fmtUs } from './ui/format';
@@ -52,14 +54,15 @@ export class App {
   private inspector = new Inspector((id) => this.selectNode(id), () => this.back());
   private tokens = new TokensPanel((i) => this.setStep(i));
   private tokensB = new TokensPanel((i) => this.setStep(i));
-  private timings = new TimingsPanel((id) => this.selectNode(id));
-  private timingsB = new TimingsPanel((id) => this.selectNode(id));
+  private timings = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
+  private timingsB = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
   private source: { trace: string | null; a: string | null; b: string | null } = { trace: null, a: null, b: null };
   private initial: UrlState | null = null;
   private view: 'ops' | 'pipeline' = 'ops';
   private stage: Stage | null = null;
   private pipeline = new PipelineView((s) => this.selectStage(s));
-  private compare = new ComparePanel((s, n) => { this.setStep(s); if (n >= 0) { this.selectNode(n); this.graphView.centerOn(n); } });
+  private compare = new ComparePanel((s, n) => { this.setStep(s); if (n >= 0) { this.selectNode(n); this.graphView.centerOn(n); } },
+    (ref) => { void this.setReference(ref).catch((e) => this.showError((e as Error).message)); });
   private fileInput = el('input', { type: 'file', accept: '.json,.gz,application/json,application/gzip', style: 'display:none' });
 
   constructor(private root: HTMLElement) {
@@ -201,6 +204,13 @@ export class App {
     this.closeLive();
     this.setBusy(`loading ${name}…`);
     const p = await fetchTraceProgressive(name, this.initial?.step ?? 0);
+    if (isPaired(p.trace)) {   // shown as a comparison of its two runs: every step's records first
+      this.setBusy(`loading every step of the paired trace ${name}…`);
+      await p.loadRest(() => {});
+      this.source = { trace: name, a: null, b: null };
+      this.showPaired(p.trace);
+      return;
+    }
     this.source = { trace: name, a: null, b: null };
     this.allLoaded = !p.sliced;
     this.show(p.trace, null, null);
@@ -219,11 +229,31 @@ export class App {
     }).catch((e) => this.showError((e as Error).message));
   }
 
+  // The reference (what SQNR is measured against) is the float path by default; the server
+  // measures against its first trace, so B as reference asks it for (b, a).
   private async openComparison(a: string, b: string): Promise<void> {
     this.setBusy(`loading ${a} and ${b} and their comparison…`);
-    const [ta, tb, cmp] = await Promise.all([fetchTrace(a), fetchTrace(b), fetchComparison(a, b)]);
+    const [ta, tb] = await Promise.all([fetchTrace(a), fetchTrace(b)]);
     this.source = { trace: null, a, b };
+    if (a === b && isPaired(ta)) { this.showPaired(ta); return; }   // a paired trace against itself: A against its reference
+    const cmp = await fetchComparison(a, b, defaultReference(ta.meta.matmulPath, tb.meta.matmulPath) === 'b');
     this.show(ta, tb, cmp);
+  }
+
+  private async setReference(ref: 'a' | 'b'): Promise<void> {
+    const { a, b } = this.source;
+    if (!a || !b || !this.trace || !this.traceB) return;
+    const cmp = await fetchComparison(a, b, ref === 'b');
+    this.cmp = cmp;
+    this.domains.clear();
+    this.compare.setComparison(this.trace, this.traceB, cmp);
+    this.restyle();
+    this.refreshTab();
+    if (this.node !== null) this.renderInspector();
+  }
+
+  private showPaired(trace: Trace): void {
+    this.show(trace, referenceTrace(trace), pairedComparison(trace));
   }
 
   async openFile(f: File): Promise<void> {
@@ -234,7 +264,8 @@ export class App {
       history.replaceState(null, '', location.pathname);
       this.source = { trace: null, a: null, b: null };
       this.initial = null;
-      this.show(trace, null, null);
+      if (isPaired(trace)) this.showPaired(trace);
+      else this.show(trace, null, null);
     } catch (e) {
       // A TraceError already starts with the file name.
       this.showError(e instanceof TraceError ? e.message : `${f.name}: ${(e as Error).message}`);
@@ -274,7 +305,10 @@ export class App {
     this.domains.clear();
     this.backStack = [];
     this.node = null;
-    this.step = cmp?.firstDivergent?.step ?? 0;
+    this.timings.selectNode(null);
+    this.timingsB.selectNode(null);
+    const first = cmp?.firstLocal ?? cmp?.firstDivergent ?? null;   // the node that first adds error
+    this.step = first?.step ?? 0;
     this.metric = cmp ? 'error' : 'absmax';
     this.tab = cmp ? 'compare' : 'tokens';
     const want = this.initial;
@@ -297,13 +331,13 @@ export class App {
     if (trace.version === 1) void this.fillVocabulary(trace);
     if (cmp && traceB) {
       this.compare.setComparison(trace, traceB, cmp);
-      if (cmp.firstDivergent) this.graphView.mark([cmp.firstDivergent.node]);
+      if (first) this.graphView.mark([first.node]);
     }
     this.inspector.empty();
     requestAnimationFrame(() => {
       this.graphView.fit(true);
       this.setStep(this.step, true);
-      if (cmp?.firstDivergent) { this.selectNode(cmp.firstDivergent.node); this.graphView.centerOn(cmp.firstDivergent.node); }
+      if (first) { this.selectNode(first.node); this.graphView.centerOn(first.node); }
       const id = want?.node ? this.graphOf(this.step).nodes.findIndex((n) => n.name === want.node) : -1;
       if (id >= 0) { this.selectNode(id); this.graphView.centerOn(id); }
       this.setReady();
@@ -354,7 +388,8 @@ export class App {
     const step = t.steps[this.step];
     const info = metricInfo(this.metric);
     if (!this.domains.has(this.metric)) this.domains.set(this.metric, metricDomain(this.metric, t, this.cmp));
-    const scale = nodeColorScale(info, this.domains.get(this.metric)!, this.cmp?.threshold.value ?? null);
+    const scale = nodeColorScale(info, this.domains.get(this.metric)!, this.cmp?.threshold.value ?? null,
+      this.cmp ? (this.cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid') : null);
     const styles = new Map<number, NodeStyle>();
     const g = this.graphOf(this.step);
     for (const n of g.nodes) {
@@ -385,6 +420,8 @@ export class App {
     if (pushBack && this.node !== null && this.node !== id) this.backStack.push(this.node);
     this.node = id;
     this.graphView.select(id);
+    this.timings.selectNode(id);
+    this.timingsB.selectNode(id);
     this.renderInspector();
     document.body.dataset.node = String(id);
     this.saveUrl();
@@ -460,6 +497,7 @@ export class App {
     const other = this.traceB && this.cmp ? {
       trace: this.traceB, step: this.traceB.steps[this.step] ?? null,
       diff: this.cmp.steps.find((s) => s.index === this.step)?.nodes.get(node) ?? null,
+      source: this.cmp.metricsSource, refIsA: this.cmp.reference === 'a',
     } : null;
     this.inspector.render({ trace: t, step, graph: this.graphOf(this.step), node, other, canGoBack: this.backStack.length > 0 });
   }
@@ -528,7 +566,7 @@ export class App {
 
   private toolbar(): HTMLElement {
     return toolbar(
-      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp, view: this.view },
+      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp, view: this.view, gpu: traceHasKernels(this.trace!) },
       {
         setStep: (i) => this.setStep(i),
         setView: (v) => this.setView(v),
@@ -634,8 +672,10 @@ export class App {
 }
 
 function valueText(m: MetricId, v: number): string {
-  if (m === 'time') return fmtUs(v);
-  if (m === 'error') return Number.isFinite(v) ? `${v.toFixed(1)} dB` : '∞ dB';
+  if (m === 'time' || m === 'gpu') return fmtUs(v);
+  if (m === 'error' || m === 'local') return v >= 200 || !Number.isFinite(v) ? 'identical' : `${v.toFixed(1)} dB`;
+  if (m === 'cosine') return `cos ${v.toFixed(5)}`;
+  if (m === 'relerr') return `rel ${fmtNum(v, 2)}`;
   if (m === 'nonfinite') return v > 0 ? `${v} NaN/Inf` : 'finite';
   return `${m === 'absmax' ? 'max|x|' : 'mean|x|'} ${fmtNum(v, 3)}`;
 }

@@ -7,20 +7,25 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import Ajv2020 from 'ajv/dist/2020';
 import { parseTraceText } from '../src/model/parse';
+import { isPaired, pairedComparison } from '../src/model/paired';
 
 const dir = fileURLToPath(new URL('../../traces', import.meta.url));
 const files = existsSync(dir) ? readdirSync(dir).filter((f) => /\.json(\.gz)?$/.test(f)) : [];
 if (files.length === 0) console.log(`SKIP real-trace checks: no *.json / *.json.gz traces in ${dir}`);
 
 describe.skipIf(files.length === 0)('recorded traces', () => {
-  const schema = JSON.parse(readFileSync(join(dir, 'schema/minfer-trace-v2.schema.json'), 'utf8'));
-  const validate = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  const compile = (v: number) => {
+    const f = join(dir, `schema/minfer-trace-v${v}.schema.json`);
+    return existsSync(f) ? new Ajv2020({ allErrors: true, strict: false }).compile(JSON.parse(readFileSync(f, 'utf8'))) : null;
+  };
+  const validators: Record<number, ReturnType<typeof compile>> = { 2: compile(2), 3: compile(3) };
   for (const f of files) {
     it(`${f} validates and parses`, () => {
       const raw = readFileSync(join(dir, f));
       const text = f.endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8');
       const json = JSON.parse(text);
-      if (json.version === 2) expect(validate(json), JSON.stringify(validate.errors?.slice(0, 3))).toBe(true);
+      const validate = validators[json.version];
+      if (validate) expect(validate(json), JSON.stringify(validate.errors?.slice(0, 3))).toBe(true);
       const t = parseTraceText(text, f);
       expect(t.steps.length).toBeGreaterThan(0);
       const g = t.graphs.get(t.steps[0].graphId)!;
@@ -28,6 +33,17 @@ describe.skipIf(files.length === 0)('recorded traces', () => {
       const recorded = [...t.steps[0].records.values()].filter((r) => r.stats);
       expect(recorded.length).toBeGreaterThan(0);
       expect(recorded.every((r) => Number.isFinite(r.stats!.absmean) || r.stats!.nan + r.stats!.inf > 0)).toBe(true);
+      if (isPaired(t)) {
+        // A paired recording: every output node carries full-tensor metrics, and the page's
+        // "first node that adds error" is the first whose recorded local SQNR is under 30 dB.
+        const cmp = pairedComparison(t);
+        let first: string | null = null;
+        for (const s of json.steps)
+          for (const r of s.nodes ?? []) if (!first && r.cmp?.local && r.cmp.local.sqnr_db < 30) first = `${s.index}:${r.id}`;
+        expect(cmp.firstLocal ? `${cmp.firstLocal.step}:${cmp.firstLocal.node}` : null).toBe(first);
+        expect(recorded.filter((r) => r.cmp).length).toBeGreaterThan(0);
+        expect(t.steps.every((s) => s.refLogits)).toBe(true);
+      }
     });
   }
 });

@@ -18,11 +18,13 @@ export interface ValueScale {
 // Blue for negative, red for positive, white at 0.
 const diverging = (t: number) => interpolateRdBu(1 - t);
 
-export function valueScale(values: Float32Array, mode: ValueScaleMode): ValueScale {
+// `fullMaxAbs`: the largest |x| of the whole tensor(s) (from the statistics), so the range covers
+// the outliers a sampled grid can miss.
+export function valueScale(values: Float32Array, mode: ValueScaleMode, fullMaxAbs = 0): ValueScale {
   const abs: number[] = [];
   for (const v of values) if (Number.isFinite(v)) abs.push(Math.abs(v));
   abs.sort((a, b) => a - b);
-  const maxAbs = abs.length ? abs[abs.length - 1] : 1;
+  const maxAbs = Math.max(abs.length ? abs[abs.length - 1] : 1, Number.isFinite(fullMaxAbs) ? fullMaxAbs : 0);
   const q = (p: number) => (abs.length ? abs[Math.min(abs.length - 1, Math.floor(p * (abs.length - 1)))] : 1);
   if (mode === 'symlog') {
     // Linear near 0 up to the median |x|, logarithmic beyond: the bulk and the outliers both read.

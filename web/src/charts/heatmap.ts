@@ -5,10 +5,15 @@ import { el } from '../ui/dom';
 import { fmtNum } from '../ui/format';
 import { divergingColor, legendPosition, valueScale, type ValueScale, type ValueScaleMode } from './color-scales';
 
-export interface HeatmapOptions { width: number; mode: ValueScaleMode; title?: string }
+export interface HeatmapOptions {
+  width: number; mode: ValueScaleMode; title?: string;
+  scaleValues?: Float32Array;   // build the colour scale from these (several grids sharing one scale)
+  fullMaxAbs?: number;          // max |x| of the full tensor(s): the range covers it
+  unit?: string;                // what the colours mean (default: activation units, blue < 0 < red)
+}
 
 export function heatmap(grid: ValueGrid, opts: HeatmapOptions): HTMLElement {
-  const scale = valueScale(grid.values, opts.mode);
+  const scale = valueScale(opts.scaleValues ?? grid.values, opts.mode, opts.fullMaxAbs ?? 0);
   const cell = Math.max(2, Math.min(14, Math.floor(opts.width / grid.cols)));
   const cellH = grid.rows === 1 ? 22 : Math.max(3, Math.min(20, Math.floor(160 / grid.rows)));
   const w = cell * grid.cols, h = cellH * grid.rows;
@@ -46,7 +51,7 @@ export function heatmap(grid: ValueGrid, opts: HeatmapOptions): HTMLElement {
     opts.title ? el('div', { class: 'heatmap-title', text: opts.title }) : null,
     el('div', { class: 'heatmap-scroll' }, canvas),
     legendBar(scale, Math.min(Math.max(w, 240), opts.width)),
-    el('div', { class: 'legend-note', text: `Colour: ${scale.describe}. Blue < 0 < red (activation units).` +
+    el('div', { class: 'legend-note', text: `Colour: ${scale.describe}. ${opts.unit ?? 'Blue < 0 < red (activation units).'}` +
       (clipped ? ` ${clipped} cell(s) beyond the clip.` : '') + (nonFinite ? ` ${nonFinite} NaN/Inf cell(s) in green.` : '') }),
     el('div', { class: 'legend-note', text: `Grid ${grid.rows}×${grid.cols}, ${strideText}.` }),
     readout);

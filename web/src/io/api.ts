@@ -8,6 +8,7 @@ import { bytesToText } from './read-file';
 export interface TraceEntry {
   name: string; size: number; model?: string; backend?: string; matmul_path?: string;
   steps?: number; tokens?: number; recorded_at?: string; error?: string;
+  model_sha256?: string; prompt?: string; version?: number; compare_path?: string;   // compare_path: a paired trace
 }
 
 async function get(url: string): Promise<Response> {
@@ -43,9 +44,12 @@ export async function fetchTrace(name: string): Promise<Trace> {
   return trace;
 }
 
-export async function fetchComparison(a: string, b: string): Promise<Comparison> {
-  const url = `api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`;
-  return parseComparison(await (await get(url)).json(), `comparison of ${a} and ${b}`);
+// `referenceB`: measure against B (the server measures against its first trace, so it is asked
+// for (b, a) and the sides are swapped back).
+export async function fetchComparison(a: string, b: string, referenceB = false): Promise<Comparison> {
+  const [x, y] = referenceB ? [b, a] : [a, b];
+  const url = `api/compare?a=${encodeURIComponent(x)}&b=${encodeURIComponent(y)}`;
+  return parseComparison(await (await get(url)).json(), `comparison of ${a} and ${b}`, referenceB);
 }
 
 // Sliced loading (large traces): the index (everything but the per-step node records) and the

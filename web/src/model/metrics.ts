@@ -1,31 +1,48 @@
 // Per-node colour metrics: one number per (step, node), and a scale description for the legend.
-import type { Comparison } from './compare';
+import { stepOf, type Comparison, type CompareNode } from './compare';
+import { nodeGpuUs } from './gpu-time';
 import type { Step, Trace } from './types';
 
-export type MetricId = 'absmean' | 'absmax' | 'nonfinite' | 'time' | 'error';
+export type MetricId = 'absmean' | 'absmax' | 'nonfinite' | 'time' | 'gpu' | 'error' | 'local' | 'cosine' | 'relerr';
 
 export interface MetricInfo {
   id: MetricId; label: string; unit: string;
-  kind: 'log' | 'count' | 'db';   // how the colour scale maps values
+  kind: 'log' | 'count' | 'db' | 'cos' | 'rel';   // how the colour scale maps values (db/cos/rel: views/error-scale.ts)
+  comparison?: boolean;           // exists only when two runs are compared
 }
 
 export const METRICS: MetricInfo[] = [
   { id: 'absmean', label: 'mean |x|', unit: 'activation units', kind: 'log' },
   { id: 'absmax', label: 'max |x|', unit: 'activation units', kind: 'log' },
   { id: 'nonfinite', label: 'NaN/Inf count', unit: 'values', kind: 'count' },
-  { id: 'time', label: 'time', unit: 'µs', kind: 'log' },
-  { id: 'error', label: 'comparison error (SQNR)', unit: 'dB', kind: 'db' },
+  { id: 'time', label: 'host time', unit: 'µs', kind: 'log' },
+  { id: 'gpu', label: 'GPU time', unit: 'µs', kind: 'log' },   // CUDA traces: sum of the node's kernels
+  { id: 'error', label: 'SQNR vs reference', unit: 'dB', kind: 'db', comparison: true },
+  { id: 'local', label: 'local error (SQNR the node adds itself)', unit: 'dB', kind: 'db', comparison: true },
+  { id: 'cosine', label: 'cosine similarity', unit: '1 = same direction', kind: 'cos', comparison: true },
+  { id: 'relerr', label: 'relative error ‖A−B‖/‖ref‖', unit: 'ratio', kind: 'rel', comparison: true },
 ];
+
+export const isErrorKind = (m: MetricInfo) => m.kind === 'db' || m.kind === 'cos' || m.kind === 'rel';
+
+// One comparison metric of a node. The relative L2 error is 10^(−SQNR/20) against the same
+// reference (an identity), so grid comparisons that carry only SQNR still have it.
+export function compareMetric(id: MetricId, n: CompareNode | undefined): number | null {
+  if (!n) return null;
+  if (id === 'error') return n.sqnrDb;
+  if (id === 'local') return n.local?.sqnrDb ?? null;
+  if (id === 'cosine') return n.cosine;
+  if (id === 'relerr') return n.relL2 ?? (n.sqnrDb === null ? null : Number.isFinite(n.sqnrDb) ? 10 ** (-n.sqnrDb / 20) : 0);
+  return null;
+}
 
 export function metricInfo(id: MetricId): MetricInfo {
   return METRICS.find((m) => m.id === id)!;
 }
 
 export function metricValue(id: MetricId, step: Step, node: number, cmp: Comparison | null): number | null {
-  if (id === 'error') {
-    const s = cmp?.steps[step.index]?.index === step.index ? cmp.steps[step.index] : cmp?.steps.find((x) => x.index === step.index);
-    return s?.nodes.get(node)?.sqnrDb ?? null;
-  }
+  if (metricInfo(id).comparison) return compareMetric(id, stepOf(cmp, step.index)?.nodes.get(node));
+  if (id === 'gpu') return nodeGpuUs(step, node);
   const r = step.records.get(node);
   if (!r) return null;
   if (id === 'time') return r.timeUs;
@@ -37,7 +54,7 @@ export function metricValue(id: MetricId, step: Step, node: number, cmp: Compari
 
 // Range over every step, so a colour means the same thing on every step.
 export function metricDomain(id: MetricId, trace: Trace, cmp: Comparison | null): [number, number] {
-  if (id === 'error') return [0, 80];
+  if (metricInfo(id).comparison) return [10, 60];   // a fixed scale: views/error-scale.ts
   let lo = Infinity, hi = -Infinity;
   for (const s of trace.steps) {
     const nodes = trace.graphs.get(s.graphId)?.nodes ?? [];

@@ -1,11 +1,13 @@
-// minfer-trace version 2 (docs/trace-format.md) → the internal model.
+// minfer-trace version 2 (docs/trace-format.md) → the internal model. Version 3 is version 2
+// plus optional fields: the same reader, with parse-v3.ts for the additions.
 import { Checker, type Json, type Obj } from './checked';
 import { makeGraph, layerFromName } from './graph-index';
+import { addRecordV3, hasV3RecordFields, kernelV3, parseMetaV3, parseSampled, parseStepV3, type V2Readers } from './parse-v3';
 import type {
   GraphNode, Histogram, Kernel, Logits, NodeRecord, Stats, Step, Trace, TraceGraph, TraceMeta, ValueGrid,
 } from './types';
 
-export function parseV2(c: Checker, root: Obj, name: string): Trace {
+export function parseV2(c: Checker, root: Obj, name: string, version: 2 | 3 = 2): Trace {
   const meta = parseMeta(c, c.obj(root.meta, 'meta'));
   const graphs = new Map<string, TraceGraph>();
   c.arr(root.graphs, 'graphs').forEach((g, i) => {
@@ -19,7 +21,7 @@ export function parseV2(c: Checker, root: Obj, name: string): Trace {
   const warnings: string[] = [];
   if (!complete) warnings.push(`The trace is incomplete ("complete": false): the run stopped or crashed after ${steps.length} step(s).`);
   const timings = root.timings && typeof root.timings === 'object' ? (root.timings as Record<string, unknown>) : null;
-  return { name, version: 2, complete, meta, graphs, steps, timings, warnings };
+  return { name, version, complete, meta, graphs, steps, timings, warnings };
 }
 
 export function parseMeta(c: Checker, m: Obj): TraceMeta {
@@ -40,6 +42,7 @@ export function parseMeta(c: Checker, m: Obj): TraceMeta {
     prompt: c.optStr(m.prompt, 'meta.prompt') ?? '',
     recordedAt: c.optStr(m.recorded_at, 'meta.recorded_at') ?? '',
     raw: m,
+    ...parseMetaV3(c, m),
   };
 }
 
@@ -95,6 +98,7 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
     nodesSkipped: s.nodes_skipped === true,
     logits: s.logits ? parseLogits(c, c.obj(s.logits, `${path}.logits`), `${path}.logits`) : null,
     kernels: parseKernels(c, s.kernels ?? [], `${path}.kernels`),
+    ...parseStepV3(c, s, path, V2),
   };
 }
 
@@ -103,6 +107,7 @@ function parseRecords(c: Checker, nodes: unknown, path: string, graph: TraceGrap
   c.arr(nodes, path).forEach((r, i) => {
     const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
     const rec = fast ?? parseRecord(c, c.obj(r, `${path}[${i}]`), `${path}[${i}]`);
+    if (hasV3RecordFields(r as Obj)) addRecordV3(c, r as Obj, `${path}[${i}]`, rec, V2);
     if (rec.id < 0 || rec.id >= graph.nodes.length)
       c.fail(`${path}[${i}].id`, `node ${rec.id} is not in graph "${graph.id}" (${graph.nodes.length} nodes)`);
     records.set(rec.id, rec);
@@ -240,6 +245,7 @@ export function parseLogits(c: Checker, l: Obj, path: string): Logits {
     chosenText: c.optStr(l.chosen_text, `${path}.chosen_text`),
     chosenRank: noneIfNegative(c.optNum(l.chosen_rank, `${path}.chosen_rank`)),
     chosenP: c.optNum(l.chosen_p, `${path}.chosen_p`),
+    ...(l.sampled ? { sampled: parseSampled(c, c.obj(l.sampled, `${path}.sampled`), `${path}.sampled`) } : {}),
   };
 }
 
@@ -250,8 +256,11 @@ function parseKernel(c: Checker, k: Obj, path: string): Kernel {
     startNs: c.num(k.start_ns, `${path}.start_ns`), durationNs: c.num(k.duration_ns, `${path}.duration_ns`),
     grid: dims(k.grid, `${path}.grid`), block: dims(k.block, `${path}.block`),
     registers: c.optNum(k.registers, `${path}.registers`), sharedBytes: c.optNum(k.shared_bytes, `${path}.shared_bytes`),
+    ...kernelV3(c, k, path),
   };
 }
+
+const V2: V2Readers = { stats: parseStats, grid: parseGrid, hist: parseHist, logits: parseLogits };
 
 // The writer uses -1 for "no token chosen" / "not in the top-k".
 function noneIfNegative(v: number | null): number | null {

@@ -1,4 +1,4 @@
-// Entry point of the trace model: text or parsed JSON of either version → Trace.
+// Entry point of the trace model: text or parsed JSON of any version (1, 2, 3) → Trace.
 import { Checker } from './checked';
 import { TraceError } from './errors';
 import { parseV1 } from './parse-v1';
@@ -23,7 +23,7 @@ export function parseTrace(json: unknown, source: string): Trace {
     c.fail('', `the server answered with an error: ${root.error}`);
   if (root.format !== 'minfer-trace')
     c.fail('format', `expected "minfer-trace", got ${JSON.stringify(root.format) ?? 'nothing'}: not a minfer trace`);
-  if (root.version === 2) return parseV2(c, root, source);
+  if (root.version === 2 || root.version === 3) return parseV2(c, root, source, root.version);
   if (root.version === 1) return parseV1(c, root, source);
-  return c.fail('version', `unsupported version ${JSON.stringify(root.version)} (this page reads 1 and 2)`);
+  return c.fail('version', `unsupported version ${JSON.stringify(root.version)} (this page reads 1, 2 and 3)`);
 }

@@ -3,15 +3,17 @@
 import { heatmap } from '../charts/heatmap';
 import { histogram } from '../charts/histogram';
 import type { ValueScaleMode } from '../charts/color-scales';
-import type { CompareNode } from '../model/compare';
+import type { CompareNode, MetricsSource } from '../model/compare';
+import { fusedInto } from '../model/gpu-time';
+import { actScalesTable, diffTable, outliersTable, pairedHeatmaps } from './compare-details';
 import type { NodeRecord, Step, Trace, TraceGraph } from '../model/types';
 import { clear, el, kvTable, section } from '../ui/dom';
-import { fmtDb, fmtInt, fmtNum, fmtUs } from '../ui/format';
+import { fmtInt, fmtNum, fmtUs } from '../ui/format';
 import { cachedWidth } from '../ui/measure';
 
 export interface InspectorInput {
   trace: Trace; step: Step; graph: TraceGraph; node: number;
-  other: { trace: Trace; step: Step | null; diff: CompareNode | null } | null;   // comparison mode: trace B
+  other: { trace: Trace; step: Step | null; diff: CompareNode | null; source: MetricsSource; refIsA: boolean } | null;   // comparison mode: trace B
   canGoBack: boolean;
 }
 
@@ -64,27 +66,27 @@ export class Inspector {
     this.root.append(section('Node', kvTable(props)));
 
     this.root.append(section(`Statistics — step ${step.index}`, statsTable(rec, input.other?.step?.records.get(node) ?? null, trace, input.other?.trace ?? null)));
-    if (input.other?.diff) this.root.append(section('Difference A → B (from the comparison)', diffTable(input.other.diff)));
+    if (input.other?.diff) this.root.append(section(`Difference A vs ${input.other.refIsA ? 'reference A' : 'reference B'}`, diffTable(input.other.diff, input.other.source)));
 
-    const grids = [rec?.grid ? { g: rec.grid, t: input.other ? `A: ${trace.name}` : undefined } : null];
-    const recB = input.other?.step?.records.get(node);
-    if (input.other && recB?.grid) grids.push({ g: recB.grid, t: `B: ${input.other.trace.name}` });
-    // Overlay of the two runs: the cell-wise difference, on its own (much smaller) scale.
-    const ga = rec?.grid, gb = recB?.grid;
-    if (input.other && ga && gb && ga.rows === gb.rows && ga.cols === gb.cols)
-      grids.push({ g: { ...ga, values: ga.values.map((v, i) => v - gb.values[i]) }, t: 'A − B (difference of the sampled cells)' });
-    if (grids.some((x) => x)) {
+    const recB = input.other?.step?.records.get(node) ?? null;
+    const labels: [string, string] = input.other ? [`A: ${trace.meta.matmulPath || trace.name}`, `B: ${input.other.trace.meta.matmulPath || input.other.trace.name}`] : ['', ''];
+    const grids = rec?.grid || recB?.grid ? [true] : [];
+    if (grids.length) {
       const toggle = el('select', { class: 'scale-mode', title: 'colour scale of the heatmap' },
         el('option', { value: 'symlog', text: 'symmetric-log scale', selected: this.mode === 'symlog' }),
         el('option', { value: 'quantile', text: '99th-percentile clipped scale', selected: this.mode === 'quantile' }));
       toggle.addEventListener('change', () => { this.mode = toggle.value as ValueScaleMode; if (this.last) this.render(this.last); });
-      const maps = grids.filter((x) => x).map((x) => heatmap(x!.g, { width, mode: this.mode, title: x!.t }));
+      const maps = input.other ? pairedHeatmaps(rec, recB, labels, input.other.refIsA, this.mode, width)
+        : [heatmap(rec!.grid!, { width, mode: this.mode, fullMaxAbs: rec?.stats ? Math.max(Math.abs(rec.stats.min), Math.abs(rec.stats.max)) : 0 })];
       this.root.append(section('Values (heatmap of the sampled grid)', toggle, ...maps));
     } else {
       this.root.append(section('Values', el('p', { class: 'muted', text: rec?.noOutput ? `No output tensor (${rec.noOutput}).` :
         rec ? 'No value grid recorded (stats-only trace).' : 'This node was not recorded at this step.' })));
     }
     if (rec?.hist) this.root.append(section('Histogram', histogram(rec.hist, width)));
+    const outliers = rec ? outliersTable(rec, recB, input.other ? labels : ['value', 'B']) : null;
+    if (outliers) this.root.append(section('Outlier channels (largest |x|, full tensor)', outliers));
+    if (rec?.actScales) this.root.append(section('MMQ activation block scales (int8 input of this matmul)', actScalesTable(rec.actScales)));
 
     const up = n.src.map((s) => link(graph, s, this.onNavigate));
     const down = graph.consumers[node].map((s) => link(graph, s, this.onNavigate));
@@ -99,7 +101,12 @@ export class Inspector {
         t.append(el('tr', {}, el('td', { text: k.name }), el('td', { text: fmtUs(k.durationNs / 1000) }), el('td', { text: k.grid.join('×') }),
           el('td', { text: k.block.join('×') }), el('td', { text: k.registers === null ? '—' : `${k.registers}/thread` }),
           el('td', { text: k.sharedBytes === null ? '—' : `${fmtInt(k.sharedBytes)} B` })));
-      this.root.append(section(`Kernels (${kernels.length}, ${fmtUs(kernels.reduce((a, k) => a + k.durationNs, 0) / 1000)} total)`, t));
+      const first = Math.min(...kernels.map((k) => k.startNs)) / 1000;
+      this.root.append(section(`Kernels (${kernels.length}, ${fmtUs(kernels.reduce((a, k) => a + k.durationNs, 0) / 1000)} total, first at ${fmtUs(first)} into the step)`, t));
+    } else if (fusedInto(step, node).length) {
+      const k = fusedInto(step, node)[0];
+      this.root.append(section('Kernels', el('p', { class: 'fused-kernel' }, `Computed inside the fused kernel ${k.name} (${fmtUs(k.durationNs / 1000)}), whose time counts for `,
+        link(graph, k.node, this.onNavigate), '.')));
     } else if (trace.meta.backend === 'cuda') {
       this.root.append(section('Kernels', el('p', { class: 'muted', text: 'No kernel records for this node at this step.' })));
     }
@@ -123,6 +130,8 @@ function statsTable(a: NodeRecord | null, b: NodeRecord | null, ta: Trace, tb: T
     ['NaN', (r) => `${fmtInt(r?.stats?.nan)} values`], ['Inf', (r) => `${fmtInt(r?.stats?.inf)} values`],
     ['time', (r) => fmtUs(r?.timeUs)],
   ];
+  // CUDA traces: the sum of the node's kernels (the host clock has no per-node time inside a CUDA graph).
+  if (a?.gpuUs != null || b?.gpuUs != null) rows.push(['GPU time', (r) => fmtUs(r?.gpuUs)]);
   const t = el('table', { class: 'stats-table' });
   t.append(el('tr', {}, el('th', { text: 'statistic' }), el('th', { text: tb ? `A (${ta.meta.matmulPath || ta.name})` : 'value' }),
     tb ? el('th', { text: `B (${tb.meta.matmulPath || tb.name})` }) : null));
@@ -132,13 +141,4 @@ function statsTable(a: NodeRecord | null, b: NodeRecord | null, ta: Trace, tb: T
     t.append(tr);
   }
   return el('div', {}, t, el('div', { class: 'legend-note', text: 'Values in activation units (the tensor\'s own scale); statistics over finite values.' }));
-}
-
-function diffTable(d: CompareNode): HTMLElement {
-  const rows: [string, string][] = [
-    ['SQNR', fmtDb(d.sqnrDb)], ['cosine similarity', fmtNum(d.cosine, 6)], ['max |A − B|', `${fmtNum(d.maxAbsDiff)} (activation units)`],
-  ];
-  for (const [k, v] of Object.entries(d.relErr)) rows.push([`relative error of ${k}`, v === null ? '—' : `${fmtNum(v * 100, 3)} %`]);
-  rows.push(['time A → B', `${fmtUs(d.timeUsA)} → ${fmtUs(d.timeUsB)}`]);
-  return kvTable(rows);
 }

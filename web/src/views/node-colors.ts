@@ -1,7 +1,8 @@
 // Colour of a node for the chosen metric, and the legend that explains it.
-import { scaleSequential, scaleSequentialLog } from 'd3-scale';
-import { interpolateRdYlGn, interpolateViridis, interpolateYlOrRd } from 'd3-scale-chromatic';
-import type { MetricInfo } from '../model/metrics';
+import { scaleSequentialLog } from 'd3-scale';
+import { interpolateViridis, interpolateYlOrRd } from 'd3-scale-chromatic';
+import { isErrorKind, type MetricInfo } from '../model/metrics';
+import { errorFill, errorGradientCss, errorTicks, IDENTICAL_FILL, type ErrorKind } from './error-scale';
 import { el } from '../ui/dom';
 import { fmtNum } from '../ui/format';
 
@@ -9,22 +10,27 @@ export const MISSING_FILL = '#eceff3';
 
 export interface NodeColorScale { fill: (v: number) => string; legend: () => HTMLElement }
 
-export function nodeColorScale(m: MetricInfo, domain: [number, number], threshold: number | null): NodeColorScale {
+// `source`: for comparison metrics, where they come from ("full tensor" or "from sampled grid").
+export function nodeColorScale(m: MetricInfo, domain: [number, number], threshold: number | null, source: string | null = null): NodeColorScale {
   if (m.kind === 'count') {
     const fill = (v: number) => (v > 0 ? '#d62728' : '#cfe8cf');
     return { fill, legend: () => legendBox(m, [swatch('#cfe8cf', 'none'), swatch('#d62728', '≥ 1 NaN/Inf value'), missing()]) };
   }
-  if (m.kind === 'db') {
-    const s = scaleSequential(interpolateRdYlGn).domain(domain).clamp(true);
-    const fill = (v: number) => s(Number.isFinite(v) ? v : domain[1]);
-    return { fill, legend: () => legendBox(m, [gradient((t) => s(domain[0] + t * (domain[1] - domain[0])), [`${domain[0]} dB`, `${domain[1]}+ dB`]),
-      threshold !== null ? el('div', { class: 'legend-note', text: `divergence threshold: SQNR < ${threshold} dB; higher is closer (∞ = identical)` }) : null, missing()]) };
+  if (isErrorKind(m)) {
+    const kind = m.kind as ErrorKind;
+    const fill = (v: number) => errorFill(kind, v);
+    const ticks = errorTicks(kind);
+    return { fill, legend: () => legendBox(m, [
+      el('div', { class: 'legend-gradient error-ramp' }, el('div', { class: 'legend-ramp', style: `background: ${errorGradientCss()}` }),
+        el('div', { class: 'legend-ticks' }, ...ticks.map((t) => el('span', { style: `left:${t.at * 100}%`, text: t.label })))),
+      el('div', { class: 'legend-note', text: [source, kind === 'db' && threshold !== null ? `threshold ${threshold} dB; higher is closer` : kind === 'cos' ? 'placed as SQNR ≈ −10·log10(2(1−cos))' : kind === 'rel' ? 'relative error = 10^(−SQNR/20)' : null].filter(Boolean).join(' · ') }),
+      swatch(IDENTICAL_FILL, 'identical'), missing(m.id === 'local' ? 'no local error recorded (only paired traces have it)' : undefined)]) };
   }
-  const interp = m.id === 'time' ? interpolateYlOrRd : interpolateViridis;
+  const interp = m.id === 'time' || m.id === 'gpu' ? interpolateYlOrRd : interpolateViridis;
   const s = scaleSequentialLog(interp).domain(domain).clamp(true);
   const fill = (v: number) => s(Math.max(v, domain[0]));
   return { fill, legend: () => legendBox(m, [gradient((t) => interp(t), [fmtNum(domain[0], 3), fmtNum(domain[1], 3)]),
-    el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing()]) };
+    el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing(m.id === 'gpu' ? 'no kernel records (fused away, or a step without CUPTI)' : undefined)]) };
 }
 
 const textColors = new Map<string, string>();
@@ -57,6 +63,6 @@ function swatch(color: string, label: string): HTMLElement {
   return el('div', { class: 'legend-swatch' }, el('span', { class: 'sw', style: `background:${color}` }), label);
 }
 
-function missing(): HTMLElement {
-  return el('div', { class: 'legend-swatch' }, el('span', { class: 'sw missing' }), 'not recorded / no output (kv_store)');
+function missing(what = 'not recorded / no output (kv_store)'): HTMLElement {
+  return el('div', { class: 'legend-swatch' }, el('span', { class: 'sw missing' }), what);
 }

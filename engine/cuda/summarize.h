@@ -1,0 +1,68 @@
+// Node summaries computed on the device: the statistics, value grid and histogram of
+// cpu/summarize.h (summarize_host is the CPU twin and defines every rule), the largest |x|
+// (outliers_host) and, for a matmul's activation, the 8-bit block scales (block_scales_host;
+// both in exec/tensor_compare.h), for a list of tensors at once, in four kernels whatever the number of tensors, so a traced decode step stays one
+// CUDA graph. Results land in one device record buffer that the caller copies to pinned host
+// memory (copy_to_host), one slot per step parity, so reading step N never blocks step N+1.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/device_buffer.h"
+#include "exec/observer.h"
+#include "exec/tensor_compare.h"
+
+namespace minfer::cuda {
+
+struct SummaryTensor {
+  const float* data;  // device, rows*cols row-major
+  int64_t rows, cols;
+  int scale_block = 0;  // > 0: also the block scales of an 8-bit quantization in such blocks
+};
+
+class DeviceSummaries {
+ public:
+  static constexpr int kMaxOutliers = 8;
+  // outliers: how many largest-|x| elements to keep per tensor (0..kMaxOutliers).
+  DeviceSummaries(const std::vector<SummaryTensor>& tensors, const SummarySpec& spec, int outliers);
+  ~DeviceSummaries();
+  DeviceSummaries(const DeviceSummaries&) = delete;
+  DeviceSummaries& operator=(const DeviceSummaries&) = delete;
+
+  const SummarySpec& spec() const { return spec_; }
+  int outliers() const { return outliers_; }
+  int scale_block(size_t i) const { return layout_.at(i).scale_block; }
+  size_t tensors() const { return layout_.size(); }
+  size_t record_bytes() const { return record_bytes_; }
+
+  // The four summary kernels (graph-capturable; fixed pointers, no host work per launch).
+  void enqueue(cudaStream_t s);
+  // Copies the records into host slot (0 or 1) and marks it; not graph-captured, so each step
+  // can alternate slots.
+  void copy_to_host(cudaStream_t s, int slot);
+  // Tensor i's results from host slot `slot`; each waits (bounded) for that slot's copy.
+  TensorSummary read(int slot, size_t i) const;
+  std::vector<Outlier> read_outliers(int slot, size_t i) const;
+  BlockScales read_scales(int slot, size_t i) const;
+
+ private:
+  struct Layout {
+    int64_t rows, cols, row_stride, col_stride;
+    int grid_rows, grid_cols, scale_block;
+    size_t offset;  // bytes into the record buffer
+  };
+  const unsigned char* record(int slot, size_t i) const;
+  SummarySpec spec_;
+  int outliers_ = 0;
+  std::vector<Layout> layout_;
+  size_t record_bytes_ = 0;
+  int n_chunks_ = 0;
+  DeviceBuffer jobs_, chunk_job_, partials_, candidates_, records_;
+  unsigned char* host_[2] = {nullptr, nullptr};  // pinned
+  cudaEvent_t copied_[2] = {nullptr, nullptr};
+  mutable bool arrived_[2] = {false, false};     // the slot's copy is known complete
+};
+
+}  // namespace minfer::cuda

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Per-kernel time breakdown of the decode steps of a CUDA trace (CUPTI kernel records).
+
+usage: kernel_breakdown.py TRACE.json[.gz]   -> markdown on stdout
+
+Groups each decode step's kernels by function (template arguments dropped) and by the op of
+the node they are attributed to, and prints the mean per step over the decode steps that carry
+kernel records, with the step's GPU span, busy time and idle gaps.
+"""
+import gzip
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def short(name):
+    name = name.replace("(anonymous namespace)::", "").replace("minfer::cuda::", "")
+    name = re.sub(r"^void ", "", name)
+    name = name[: name.index("(")] if "(" in name else name  # the argument list
+    return re.sub(r"<.*>", "<>", name)  # template arguments
+
+
+def main():
+    t = load(sys.argv[1])
+    graphs = {g["id"]: g for g in t["graphs"]}
+    steps = [s for s in t["steps"] if s["phase"] == "decode" and s.get("kernels")]
+    if not steps:
+        sys.exit("no decode step with kernel records in " + sys.argv[1])
+    by_fn, by_op = defaultdict(list), defaultdict(list)
+    spans, busy, counts = [], [], []
+    for s in steps:
+        nodes = graphs[s["graph"]]["nodes"]
+        fn, op = defaultdict(lambda: [0.0, 0]), defaultdict(lambda: [0.0, 0])
+        for k in s["kernels"]:
+            us = k["duration_ns"] / 1e3
+            f = fn[short(k["name"])]
+            f[0] += us
+            f[1] += 1
+            o = op[nodes[k["node"]]["op"] if k["node"] >= 0 else "(" + k.get("unattributed", "?") + ")"]
+            o[0] += us
+            o[1] += 1
+        for key, v in fn.items():
+            by_fn[key].append(v)
+        for key, v in op.items():
+            by_op[key].append(v)
+        spans.append(s.get("gpu_ms", 0) * 1e3)
+        busy.append(s.get("gpu_busy_ms", 0) * 1e3)
+        counts.append(len(s["kernels"]))
+    n = len(steps)
+    meta = t["meta"]
+    print(f"Decode-step kernel breakdown: `{meta['model']['file']}`, {meta['backend']} {meta['matmul_path']}, "
+          f"{meta.get('device', '')}, commit {meta.get('commit', '?')}; mean over {n} decode steps with CUPTI records "
+          f"(steps {', '.join(str(s['index']) for s in steps)}).\n")
+    print(f"GPU span {statistics.mean(spans):.1f} µs/step, busy {statistics.mean(busy):.1f} µs, idle gaps "
+          f"{statistics.mean(spans) - statistics.mean(busy):.1f} µs, {statistics.mean(counts):.0f} kernels/step "
+          f"(CUPTI instruments the kernels it records: these times are slightly above untraced ones).\n")
+    for title, table in (("kernel function", by_fn), ("node op", by_op)):
+        total = sum(sum(v[0] for v in vs) for vs in table.values()) / n
+        print(f"| {title} | µs/step | share | launches/step | µs/launch |")
+        print("|---|---:|---:|---:|---:|")
+        rows = sorted(table.items(), key=lambda kv: -sum(v[0] for v in kv[1]))
+        for key, vs in rows:
+            us = sum(v[0] for v in vs) / n
+            launches = sum(v[1] for v in vs) / n
+            print(f"| `{key}` | {us:.1f} | {100 * us / total:.1f} % | {launches:.0f} | {us / launches:.2f} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
