@@ -34,6 +34,7 @@ const char* cli_usage() {
          "              [--dump-graph FILE] [--trace FILE] [--trace-nodes PATTERN]\n"
          "              [--trace-grid ROWSxCOLS] [--trace-bins N] [--trace-topk K]\n"
          "              [--trace-steps LIST] [--trace-stats-only] [--trace-outliers K]\n"
+         "              [--trace-kernels LIST]\n"
          "              [--compare-path mmq|f32|f16] [--tokens-from TRACE.json]\n"
          "       minfer MODEL.gguf --tokens-from TRACE.json [...]   (the trace's prompt)\n"
          "       minfer tokenize MODEL.gguf (TEXT | --file F)\n"
@@ -46,7 +47,8 @@ const char* cli_usage() {
          "env: MINFER_TRACE=FILE records a trace; MINFER_MMQ=0 selects the float prefill path;\n"
          "     MINFER_COMPARE_PATH=P is --compare-path P;\n"
          "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly;\n"
-         "     MINFER_CUDA_FUSION=0 runs the unfused decode kernels\n";
+         "     MINFER_CUDA_FUSION=0 runs the unfused decode kernels; MINFER_NO_CUPTI=1 records no\n"
+         "     kernel timings in CUDA traces\n";
 }
 
 CliOptions parse_cli(int argc, char** argv) {

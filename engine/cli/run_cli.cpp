@@ -1,5 +1,7 @@
 #include "cli/run_cli.h"
 
+#include "recorder_options.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "exec/generate.h"
 #include "graph/build_qwen2.h"
 #include "model/model.h"
+#include "recorder_options.h"
 #include "output_file.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
@@ -129,7 +132,10 @@ int run_generate(const CliOptions& o) {
 int run_cli(int argc, char** argv) {
   CliOptions o = parse_cli(argc, argv);
   switch (o.mode) {
-    case CliOptions::Mode::Help: std::fputs(cli_usage(), stdout); return 0;
+    case CliOptions::Mode::Help:
+      std::fputs(cli_usage(), stdout);
+      std::fputs(trace::RecorderOptions::usage(), stdout);
+      return 0;
     case CliOptions::Mode::Version: std::printf("minfer %s (%s)\n", MINFER_VERSION, MINFER_GIT_COMMIT); return 0;
     case CliOptions::Mode::Tokenize: return run_tokenize(o);
     case CliOptions::Mode::Generate: return run_generate(o);

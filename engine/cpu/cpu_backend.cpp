@@ -22,6 +22,20 @@ class CpuBackend::HostOutput final : public NodeOutput {
   std::vector<float> to_host() const override {
     return std::vector<float>(data_, data_ + rows_ * cols_);
   }
+  // The paired-trace metrics on the tensor in place (the defaults would copy it first).
+  TensorCompare compare_to(const NodeOutput& ref, const CompareTolerance& tol) const override {
+    const auto* r = dynamic_cast<const HostOutput*>(&ref);
+    if (!r || r->rows_ * r->cols_ != rows_ * cols_) return NodeOutput::compare_to(ref, tol);
+    return compare_host(data_, r->data_, rows_ * cols_, tol);
+  }
+  std::vector<Outlier> outliers(int k, const NodeOutput* ref) const override {
+    if (!ref) return outliers_host(data_, rows_ * cols_, k, nullptr);
+    return NodeOutput::outliers(k, ref);
+  }
+  BlockScales block_scales(int64_t cols, int block) const override {
+    if (cols != cols_) return NodeOutput::block_scales(cols, block);
+    return block_scales_host(data_, rows_, cols_, block);
+  }
 
  private:
   const float* data_;

@@ -24,8 +24,16 @@ def load(path):
 def short(name):
     name = name.replace("(anonymous namespace)::", "").replace("minfer::cuda::", "")
     name = re.sub(r"^void ", "", name)
-    name = name[: name.index("(")] if "(" in name else name  # the argument list
-    return re.sub(r"<.*>", "<>", name)  # template arguments
+    depth, cut = 0, len(name)
+    for i, ch in enumerate(name):  # the argument list starts at the first '(' outside <...>
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    return re.sub(r"<.*>", "<>", name[:cut])  # template arguments
 
 
 def main():
@@ -44,7 +52,12 @@ def main():
             f = fn[short(k["name"])]
             f[0] += us
             f[1] += 1
-            o = op[nodes[k["node"]]["op"] if k["node"] >= 0 else "(" + k.get("unattributed", "?") + ")"]
+            if k["node"] < 0:
+                label = "(" + k.get("unattributed", "?") + ")"
+            else:  # a fused kernel: every op it computes
+                ops = [nodes[i]["op"] for i in k.get("covers", [k["node"]])]
+                label = "+".join(dict.fromkeys(ops))
+            o = op[label]
             o[0] += us
             o[1] += 1
         for key, v in fn.items():
@@ -62,7 +75,7 @@ def main():
     print(f"GPU span {statistics.mean(spans):.1f} µs/step, busy {statistics.mean(busy):.1f} µs, idle gaps "
           f"{statistics.mean(spans) - statistics.mean(busy):.1f} µs, {statistics.mean(counts):.0f} kernels/step "
           f"(CUPTI instruments the kernels it records: these times are slightly above untraced ones).\n")
-    for title, table in (("kernel function", by_fn), ("node op", by_op)):
+    for title, table in (("kernel function", by_fn), ("node ops it computes", by_op)):
         total = sum(sum(v[0] for v in vs) for vs in table.values()) / n
         print(f"| {title} | µs/step | share | launches/step | µs/launch |")
         print("|---|---:|---:|---:|---:|")
