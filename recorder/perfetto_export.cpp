@@ -14,7 +14,7 @@ namespace {
 constexpr int kPid = 1;
 // Track ids ("tid"s), also their display order. Lanes after the first of a GPU track get ids
 // from kLaneTidBase up (see Lanes).
-constexpr int kStepTid = 1, kNodeTid = 2, kGpuStepTid = 3, kGpuNodeTid = 4, kUnattributedTid = 5;
+constexpr int kStepTid = 1, kNodeTid = 2, kGpuStepTid = 3, kGpuNodeTid = 4, kOverlapTid = 5, kUnattributedTid = 6;
 constexpr int kLaneTidBase = 100;
 
 json meta_event(const char* what, int tid, const json& args) {
@@ -76,6 +76,17 @@ class Lanes {
   std::vector<int64_t> ends_;  // per lane: the latest end placed on it
 };
 
+// The GPU tracks, each with its lanes.
+struct GpuTracks {
+  Lanes steps{kGpuStepTid, "GPU: steps"};
+  Lanes nodes{kGpuNodeTid, "GPU: nodes > kernels"};
+  // A kernel that starts before the previous kernel of its node ended (real H200 records show
+  // overlaps of tens of ns, e.g. an argmax launched while the logits GEMV drains) cannot nest in
+  // the node's slice next to that kernel: it goes here, its node named in args.
+  Lanes overlapping{kOverlapTid, "GPU: kernels overlapping their node's previous kernel"};
+  Lanes unattributed{kUnattributedTid, "GPU: unattributed kernels"};
+};
+
 struct GpuKernel {
   const json* rec;
   int64_t start_ns, end_ns;  // on the trace clock (step start + offset)
@@ -103,8 +114,7 @@ std::string step_label(const json& s) {
 
 // The GPU side of one step: a step slice over its kernels, one slice per node spanning that
 // node's kernels with the kernels nested under it, and unattributed kernels on their own track.
-void gpu_step(const json& s, double step_us, const json* nodes, Lanes& steps, Lanes& node_lanes, Lanes& unattributed,
-              std::vector<Slice>& out) {
+void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& tracks, std::vector<Slice>& out) {
   const int64_t base_ns = std::llround(step_us * 1e3);
   std::map<int, std::vector<GpuKernel>> by_node;  // ordered by node id: a stable output
   std::vector<GpuKernel> loose;
@@ -121,7 +131,7 @@ void gpu_step(const json& s, double step_us, const json* nodes, Lanes& steps, La
   json args = step_gpu_args(s);
   args["step"] = s["index"];
   args["kernels"] = s["kernels"].size();
-  out.push_back(slice(steps.place(first, last), step_label(s) + " (GPU)", "step", us(first), us(last - first), args));
+  out.push_back(slice(tracks.steps.place(first, last), step_label(s) + " (GPU)", "step", us(first), us(last - first), args));
 
   std::map<int, const json*> records;
   for (const auto& r : s["nodes"]) records[r["id"].get<int>()] = &r;
@@ -136,7 +146,7 @@ void gpu_step(const json& s, double step_us, const json* nodes, Lanes& steps, La
   std::stable_sort(order.begin(), order.end(), [&](auto& x, auto& y) { return span(*x.second).first < span(*y.second).first; });
   for (auto& [id, ks] : order) {
     const auto [a, b] = span(*ks);
-    const int tid = node_lanes.place(a, b);
+    const int tid = tracks.nodes.place(a, b);
     std::string name = "node " + std::to_string(id), op;
     if (nodes && id < static_cast<int>(nodes->size())) {
       name = (*nodes)[id]["name"].get<std::string>();
@@ -149,14 +159,19 @@ void gpu_step(const json& s, double step_us, const json* nodes, Lanes& steps, La
       for (const char* f : {"gpu_us", "gpu_start_us"})
         if (r->second->contains(f)) na[f] = (*r->second)[f];
     out.push_back(slice(tid, name, op.empty() ? "node" : op, us(a), us(b - a), std::move(na)));
+    int64_t nested_end = INT64_MIN;  // end of the last kernel nested in the node's slice
+    std::stable_sort(ks->begin(), ks->end(), [](const GpuKernel& x, const GpuKernel& y) { return x.start_ns < y.start_ns; });
     for (const auto& k : *ks) {
       json ka = kernel_args(*k.rec, s);
       ka["node_name"] = name;
-      out.push_back(slice(tid, (*k.rec)["name"].get<std::string>(), "kernel", us(k.start_ns), us(k.end_ns - k.start_ns), std::move(ka)));
+      const bool nests = k.start_ns >= nested_end;
+      if (nests) nested_end = k.end_ns;
+      out.push_back(slice(nests ? tid : tracks.overlapping.place(k.start_ns, k.end_ns), (*k.rec)["name"].get<std::string>(), "kernel",
+                          us(k.start_ns), us(k.end_ns - k.start_ns), std::move(ka)));
     }
   }
   for (const auto& k : loose)
-    out.push_back(slice(unattributed.place(k.start_ns, k.end_ns), (*k.rec)["name"].get<std::string>(), "kernel.unattributed",
+    out.push_back(slice(tracks.unattributed.place(k.start_ns, k.end_ns), (*k.rec)["name"].get<std::string>(), "kernel.unattributed",
                         us(k.start_ns), us(k.end_ns - k.start_ns), kernel_args(*k.rec, s)));
 }
 }  // namespace
@@ -164,8 +179,8 @@ void gpu_step(const json& s, double step_us, const json* nodes, Lanes& steps, La
 json to_perfetto(const json& t) {
   std::vector<Slice> slices;
   const std::string model = t["meta"].value("model", json::object()).value("file", "minfer");
-  Lanes gpu_steps(kGpuStepTid, "GPU: steps"), gpu_nodes(kGpuNodeTid, "GPU: nodes > kernels"),
-      unattributed(kUnattributedTid, "GPU: unattributed kernels");
+  GpuTracks gpu;
+  bool host_nodes = false;  // a CUDA step is one graph: no host time per node, no such track
 
   std::map<std::string, const json*> graphs;
   for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
@@ -195,19 +210,23 @@ json to_perfetto(const json& t) {
       }
       if (r.contains("no_output") && dur == 0) continue;  // fused away: nothing ran
       slices.push_back(host_slice(kNodeTid, name, op, ts, dur, {{"node", id}, {"step", s["index"]}}));
+      host_nodes = true;
     }
-    if (s.contains("kernels")) gpu_step(s, step_us, nodes, gpu_steps, gpu_nodes, unattributed, slices);
+    if (s.contains("kernels")) gpu_step(s, step_us, nodes, gpu, slices);
   }
 
   json ev = json::array();
   ev.push_back(meta_event("process_name", -1, {{"name", "minfer " + model}}));
   ev.push_back(meta_event("thread_name", kStepTid, {{"name", "CPU: steps"}}));
   ev.push_back(meta_event("thread_sort_index", kStepTid, {{"sort_index", 1}}));
-  ev.push_back(meta_event("thread_name", kNodeTid, {{"name", "CPU: nodes"}}));
-  ev.push_back(meta_event("thread_sort_index", kNodeTid, {{"sort_index", 2}}));
-  gpu_steps.name_tracks(ev, 10);
-  gpu_nodes.name_tracks(ev, 20);
-  unattributed.name_tracks(ev, 40);
+  if (host_nodes) {
+    ev.push_back(meta_event("thread_name", kNodeTid, {{"name", "CPU: nodes"}}));
+    ev.push_back(meta_event("thread_sort_index", kNodeTid, {{"sort_index", 2}}));
+  }
+  gpu.steps.name_tracks(ev, 10);
+  gpu.nodes.name_tracks(ev, 20);
+  gpu.overlapping.name_tracks(ev, 40);
+  gpu.unattributed.name_tracks(ev, 50);
   std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
     return a.ts_us != b.ts_us ? a.ts_us < b.ts_us : a.dur_us > b.dur_us;
   });

@@ -12,7 +12,8 @@ namespace minfer::trace {
 // to end and nodes one after another inside their step. Kernel times are step.start_ms plus
 // their start_ns. Slices on one track nest or are disjoint (Perfetto's rule): where the spans
 // of two nodes (or two steps, or two unattributed kernels) overlap, the later one goes to an
-// extra lane of that track.
+// extra lane of that track; a kernel that overlaps the previous kernel of its own node goes to
+// "GPU: kernels overlapping their node's previous kernel".
 nlohmann::json to_perfetto(const nlohmann::json& trace);
 
 }  // namespace minfer::trace

@@ -1,7 +1,8 @@
 // A synthetic trace v3 of a CUDA run with CUPTI kernel records (docs: /tmp/plan/v3-spec.md,
 // "#9"), built as JSON: the Qwen2-shaped graphs of synthetic.h, one to three kernels per
 // executed node laid end to end with gaps, an unattributed kernel per step, a step without
-// kernel records, and optionally a step whose nodes interleave (A, B, A). Every derived field is
+// kernel records, optionally a step whose nodes interleave (A, B, A) and a step where two
+// kernels of one node overlap. Every derived field is
 // computed from the kernels: node gpu_us = sum of its kernels' durations, gpu_start_us = its
 // first kernel's start; step gpu_ms = first start to last end, gpu_busy_ms = union of kernel
 // intervals, idle_ms = the difference.
@@ -22,6 +23,8 @@ struct CudaRun {
   int n_decode = 3;
   int no_kernels_step = 2;     // a step recorded without kernel records (-1: none)
   int interleaved_step = 3;    // a step whose first two matmuls interleave (-1: none)
+  int overlap_step = -1;       // a step where the first matmul's second kernel starts 100 ns
+                               // before its first one ends (as real H200 records show)
 };
 
 // Sum of the lengths of the union of [start, start + dur) intervals.
@@ -76,7 +79,12 @@ inline nlohmann::json cuda_trace(const CudaRun& r = {}) {
     }
     std::map<int, std::vector<std::pair<int64_t, int64_t>>> per_node;
     std::vector<std::pair<int64_t, int64_t>> all;
+    bool overlapped = false;
     for (auto [n, k] : launches) {
+      if (step == r.overlap_step && !overlapped && n->op == Op::MatMul && k == 1) {
+        clock = all.back().first + all.back().second - 100;
+        overlapped = true;
+      }
       const int64_t dur = 1500 + 37 * n->id + 400 * k + (n->op == Op::MatMul && k == 1 ? 6000 : 0);
       const std::string name = n->op == Op::MatMul ? (k == 0 ? "quantize_q8_1" : "mul_mat_vec_q4_0_q8_1")
                                : n->op == Op::Attention ? "attn_decode_split_" + std::to_string(k)

@@ -151,13 +151,16 @@ TEST(PerfettoGpu, NodeSlicesSpanTheirKernelsWhichNestInside) {
   EXPECT_EQ(notes, 1);
   EXPECT_EQ(p.doc["otherData"]["cupti"]["steps"], "0-1,3-");
   EXPECT_EQ(p.doc["otherData"]["summaries"], "device");
-  // Nothing overlapped: one lane per GPU track.
-  EXPECT_EQ(p.track.size(), 5u);
+  // Nothing overlapped: one lane per GPU track; no host times per node: no CPU node track.
+  std::set<std::string> names;
+  for (const auto& [tid, n] : p.track) names.insert(n);
+  EXPECT_EQ(names, (std::set<std::string>{"CPU: steps", "GPU: steps", "GPU: nodes > kernels", "GPU: unattributed kernels"}));
 }
 
 TEST(PerfettoGpu, EveryTrackNestsAndParentsComeFirst) {
-  for (int variant : {0, 1, 2}) {
-    json t = synth::cuda_trace({.n_decode = variant == 2 ? 12 : 3, .no_kernels_step = 2, .interleaved_step = variant == 1 ? 3 : -1});
+  for (int variant : {0, 1, 2, 3}) {
+    json t = synth::cuda_trace({.n_decode = variant == 2 ? 12 : 3, .no_kernels_step = 2, .interleaved_step = variant == 1 ? 3 : -1,
+                                .overlap_step = variant == 3 ? 1 : -1});
     // Without start_ms the steps are laid end to end (past 1 ms: ends need 7 digits): the CPU
     // step slices touch, never overlap.
     if (variant == 2)
@@ -202,6 +205,29 @@ TEST(PerfettoGpu, InterleavedNodesGoToASecondLane) {
       EXPECT_EQ(ev.tid, b.tid);
     }
   EXPECT_EQ(b_kernels, 2);
+}
+
+TEST(PerfettoGpu, AKernelOverlappingItsNodesPreviousKernelGoesToItsOwnTrack) {
+  const json t = synth::cuda_trace({.n_decode = 2, .no_kernels_step = -1, .interleaved_step = -1, .overlap_step = 1});
+  const Exported p = run_export(t);
+  // Step 1: blk.0.attn_q's second kernel starts 100 ns before its first ends.
+  const auto over = p.on("GPU: kernels overlapping");
+  ASSERT_EQ(over.size(), 1u);
+  const json& k = *over[0].e;
+  EXPECT_EQ(k["args"]["node_name"], "blk.0.attn_q");
+  EXPECT_EQ(k["args"]["step"], 1);
+  // Nothing is lost: every kernel of the trace is exported once.
+  size_t kernels = 0, exported = 0;
+  for (const auto& s : t["steps"]) kernels += s["kernels"].size();
+  for (const auto& ev : p.x) exported += (*ev.e)["cat"] == "kernel" || (*ev.e)["cat"] == "kernel.unattributed";
+  EXPECT_EQ(exported, kernels);
+  // The node's slice still spans both kernels, the first nested in it.
+  for (const auto& ev : p.on("GPU: nodes > kernels"))
+    if ((*ev.e)["name"] == "blk.0.attn_q" && (*ev.e)["args"]["step"] == 1) {
+      EXPECT_LE(ev.a, over[0].a);
+      EXPECT_EQ(ev.b, over[0].b);
+      EXPECT_EQ((*ev.e)["args"]["kernels"], 2);
+    }
 }
 
 TEST(PerfettoGpu, CpuTraceHasNoGpuTracks) {

@@ -7,7 +7,7 @@ import { isPaired, pairedComparison, referenceTrace } from './model/paired';
 import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
 import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
-import { traceHasKernels } from './model/gpu-time';
+import { fusedLabel, traceHasKernels } from './model/gpu-time';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs, fmtNum, fmtUs } from './ui/format';
@@ -401,7 +401,7 @@ export class App {
       const v = step ? metricValue(this.metric, step, n.id, this.cmp) : null;
       styles.set(n.id, {
         fill: v === null || Number.isNaN(v) ? null : scale.fill(v),
-        text: v === null ? (rec?.noOutput ? `(${rec.noOutput})` : '') : valueText(this.metric, v),
+        text: v === null ? (rec?.noOutput ? `(${rec.noOutput})` : this.metric === 'gpu' && step ? fusedLabel(step, n.id, g.nodes) : '') : valueText(this.metric, v),
         noOutput: !!rec?.noOutput,
       });
     }

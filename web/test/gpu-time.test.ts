@@ -6,7 +6,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import { describe, expect, it } from 'vitest';
 import { timelineLanes, UNATTRIBUTED_LANE } from '../src/charts/kernel-timeline';
 import {
-  busyIntervals, fusedInto, gpuTimePerOp, groupByNode, idleGaps, nodeGpuUs, stepGpu, traceHasGpuTimes, traceHasKernels, whyNoKernels,
+  busyIntervals, fusedInto, fusedLabel, gpuTimePerOp, kernelOp, groupByNode, idleGaps, nodeGpuUs, shortKernelName, stepGpu, traceHasGpuTimes, traceHasKernels, whyNoKernels,
 } from '../src/model/gpu-time';
 import { metricDomain, metricValue } from '../src/model/metrics';
 import { parseTrace } from '../src/model/parse';
@@ -139,6 +139,17 @@ describe('step GPU figures', () => {
   });
 });
 
+describe('kernel names', () => {
+  it('keep the function and template arguments of a CUPTI signature', () => {
+    expect(shortKernelName('void minfer::cuda::(anonymous namespace)::mmq_kernel<(minfer::WeightType)2, 1>(unsigned char const*, long, long, minfer::BlockQ8_1 const*, long, float const*, float*)'))
+      .toBe('mmq_kernel<(WeightType)2, 1>');
+    expect(shortKernelName('minfer::cuda::(anonymous namespace)::rope_neox_kernel(float const*, int const*, float*, long, int, double)')).toBe('rope_neox_kernel');
+    expect(shortKernelName('void minfer::cuda::(anonymous namespace)::map_kernel<minfer::cuda::(anonymous namespace)::AddOp>(float const*, float const*, float*, long, bool, minfer::cuda::(anonymous namespace)::AddOp)'))
+      .toBe('map_kernel<AddOp>');
+    for (const plain of ['mmq_q8_0_kernel', 'mul_mat_vec_q<Q8_0, 1>', 'trace_node_summaries']) expect(shortKernelName(plain)).toBe(plain);
+  });
+});
+
 describe('idle gaps and grouping', () => {
   it('a node computed inside a fused kernel points to it and has no GPU time of its own', () => {
     const nodes = trace.graphs.get('decode')!.nodes, step = trace.steps[1];
@@ -150,7 +161,10 @@ describe('idle gaps and grouping', () => {
       expect(nodes[fused[0].node].name).toBe(r.name.replace('attn_residual', 'ffn_norm'));
       expect(fused[0].covers).toEqual([r.id, fused[0].node]);
       expect(nodeGpuUs(step, r.id)).toBeNull();
+      expect(fusedLabel(step, r.id, nodes)).toBe('fused → ffn_norm');
+      expect(kernelOp(fused[0], nodes)).toBe('add+rms_norm');
     }
+    expect(fusedLabel(step, nodes.find((n) => n.name === 'blk.0.attn_q')!.id, nodes)).toBe('');
     expect(fusedInto(trace.steps[0], residuals[0].id)).toEqual([]);   // the prefill runs it on its own
   });
   it('merges overlapping kernels and finds the gap between them', () => {
@@ -192,6 +206,10 @@ describe('idle gaps and grouping', () => {
     const all = raw[1].kernels.reduce((a, k) => a + k.duration_ns, 0) / 1000;
     expect([...per.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(all, 6);
     expect(per.get('(unattributed)')).toBe(raw[1].kernels.find((k) => k.node < 0)!.duration_ns / 1000);
+    // A fused kernel counts under the ops it computes together.
+    const fusedUs = raw[1].kernels.filter((k) => k.name === 'add_rms_norm_fused').reduce((a, k) => a + k.duration_ns, 0) / 1000;
+    expect(fusedUs).toBeGreaterThan(0);
+    expect(per.get('add+rms_norm')).toBeCloseTo(fusedUs, 6);
     const mm = raw[1].kernels.filter((k) => k.node >= 0 && nodes[k.node].op === 'matmul').reduce((a, k) => a + k.duration_ns, 0) / 1000;
     expect(per.get('matmul')).toBeCloseTo(mm, 6);
   });
@@ -199,7 +217,11 @@ describe('idle gaps and grouping', () => {
     const nodes = trace.graphs.get('decode')!.nodes;
     const lanes = timelineLanes(trace.steps[1].kernels, nodes);
     const ops: string[] = [];
-    for (const k of [...raw[1].kernels].sort((a, b) => a.start_ns - b.start_ns)) if (k.node >= 0 && !ops.includes(nodes[k.node].op)) ops.push(nodes[k.node].op);
+    for (const k of [...raw[1].kernels].sort((a, b) => a.start_ns - b.start_ns)) {
+      const op = (k as { covers?: number[] }).covers ? 'add+rms_norm' : nodes[k.node]?.op;
+      if (k.node >= 0 && !ops.includes(op)) ops.push(op);
+    }
+    expect(ops).toContain('add+rms_norm');
     expect(lanes).toEqual(['nodes', ...ops, UNATTRIBUTED_LANE, 'GPU idle']);
     expect(timelineLanes(trace.steps[1].kernels.filter((k) => k.node >= 0), nodes, true)).toEqual(ops);
   });

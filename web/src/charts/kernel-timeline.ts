@@ -10,7 +10,7 @@ import { scaleLinear, scaleOrdinal } from 'd3-scale';
 import { schemeTableau10 } from 'd3-scale-chromatic';
 import { select } from 'd3-selection';
 import { zoom, zoomIdentity, type ZoomTransform } from 'd3-zoom';
-import { groupByNode, idleGaps, type IdleGap, type NodeKernels } from '../model/gpu-time';
+import { groupByNode, idleGaps, kernelOp, shortKernelName, type IdleGap, type NodeKernels } from '../model/gpu-time';
 import type { GraphNode, Kernel } from '../model/types';
 import { el } from '../ui/dom';
 import { fmtInt, fmtUs } from '../ui/format';
@@ -32,12 +32,13 @@ export const UNATTRIBUTED_LANE = 'no node';
 const NODE_LANE = 'nodes', IDLE_LANE = 'GPU idle';
 let clipCount = 0;
 
-// Lanes top to bottom: nodes, op types in order of first appearance, unattributed, idle.
+// Lanes top to bottom: nodes, op types (kernelOp: a fused kernel's ops joined) in order of
+// first appearance, unattributed, idle.
 export function timelineLanes(kernels: readonly Kernel[], nodes: GraphNode[], hostSpans = false): string[] {
   const ops: string[] = [];
   for (const k of [...kernels].sort((a, b) => a.startNs - b.startNs)) {
     if (k.node < 0) continue;
-    const op = nodes[k.node]?.op ?? 'other';
+    const op = kernelOp(k, nodes);
     if (!ops.includes(op)) ops.push(op);
   }
   if (hostSpans) return ops;
@@ -47,17 +48,21 @@ export function timelineLanes(kernels: readonly Kernel[], nodes: GraphNode[], ho
 export function kernelTimeline(kernels: Kernel[], o: KernelTimelineOptions): KernelTimeline {
   const { width, nodes } = o;
   const lanes = timelineLanes(kernels, nodes, o.hostSpans);
-  const laneOf = (k: Kernel) => (k.node < 0 ? UNATTRIBUTED_LANE : nodes[k.node]?.op ?? 'other');
+  const laneOf = (k: Kernel) => (k.node < 0 ? UNATTRIBUTED_LANE : kernelOp(k, nodes));
   const groups: NodeKernels[] = o.hostSpans ? [] : groupByNode(kernels).nodes;
   const gaps: IdleGap[] = o.hostSpans ? [] : idleGaps(kernels);
-  const laneH = 20, nodeLaneH = 26, m = { l: 96, r: 10, t: 6, b: 24 };
+  const laneH = 20, nodeLaneH = 26, m = { l: Math.min(220, Math.max(96, 7 * Math.max(...lanes.map((l) => l.length)) + 14)), r: 10, t: 6, b: 24 };
   const laneY = (name: string) => m.t + (lanes[0] === NODE_LANE && name !== NODE_LANE ? nodeLaneH - laneH : 0) + lanes.indexOf(name) * laneH;
   const height = laneY(lanes[lanes.length - 1]) + laneH + m.b;
-  const end = Math.max(1, ...kernels.map((k) => (k.startNs + k.durationNs) / 1000));
-  const x0 = scaleLinear().domain([0, end * 1.01]).range([m.l, width - m.r]);
+  // The kernels' own extent: a CUDA step's first kernel can start milliseconds after the step
+  // (host work, the graph launch); the axis still reads time since the step start.
+  const first = Math.min(...kernels.map((k) => k.startNs / 1000)), end = Math.max(...kernels.map((k) => (k.startNs + k.durationNs) / 1000));
+  const pad = Math.max(0.5, (end - first) * 0.01);
+  const x0 = scaleLinear().domain([Math.max(0, first - pad), end + pad]).range([m.l, width - m.r]);
   const ops = lanes.filter((l) => l !== NODE_LANE && l !== UNATTRIBUTED_LANE && l !== IDLE_LANE);
   const color = scaleOrdinal<string, string>(schemeTableau10).domain(ops);
-  const opColor = (node: number) => color(nodes[node]?.op ?? 'other');
+  // A node's span takes the colour of its (first) kernel's lane.
+  const kernelColor = (k: Kernel) => color(kernelOp(k, nodes));
 
   const wrap = el('div', { class: 'kernel-timeline-wrap' });
   const tip = el('div', { class: 'kt-tip', role: 'tooltip' });
@@ -102,9 +107,9 @@ export function kernelTimeline(kernels: Kernel[], o: KernelTimelineOptions): Ker
 
   const spans = body.append('g').selectAll('rect').data(groups).join('rect').attr('class', 'node-span')
     .attr('data-node', (g) => g.node).attr('y', laneY(NODE_LANE) + 2).attr('height', nodeLaneH - 4)
-    .attr('fill', (g) => opColor(g.node)).attr('fill-opacity', (_, i) => (i % 2 ? 0.35 : 0.6))
+    .attr('fill', (g) => kernelColor(g.kernels[0])).attr('fill-opacity', (_, i) => (i % 2 ? 0.35 : 0.6))
     .on('mousemove', (e: MouseEvent, g) => { light(g.node); showTip(e, [
-      ['op', nodes[g.node]?.op ?? '?'], ['kernels', `${g.kernels.length}: ${g.kernels.map((k) => k.name).join(', ')}`],
+      ['op', nodes[g.node]?.op ?? '?'], ['kernels', `${g.kernels.length}: ${g.kernels.map((k) => shortKernelName(k.name)).join(', ')}`],
       ['GPU time', `${fmtUs(g.sumNs / 1000)} (sum of its kernels)`], ['span', `${fmtUs(g.startNs / 1000)} → ${fmtUs(g.endNs / 1000)} after the step start`],
     ], nodeName(g.node)); })
     .on('mouseleave', () => { light(null); hideTip(); })
@@ -123,22 +128,23 @@ export function kernelTimeline(kernels: Kernel[], o: KernelTimelineOptions): Ker
       ['shared memory', k.sharedBytes === null ? '—' : `${fmtInt(k.sharedBytes)} B per block`]);
     if (k.covers && k.covers.length > 1) rows.push(['fused: computes', k.covers.map(nodeName).join(', ')]);
     if (k.graphNode !== undefined && k.graphNode !== null) rows.push(['CUDA graph node', String(k.graphNode)]);
+    if (shortKernelName(k.name) !== k.name) rows.push(['signature', k.name]);
     return rows;
   };
   const rects = body.append('g').selectAll('rect').data(kernels).join('rect')
     .attr('class', (k) => `kernel${k.node < 0 ? ' unattributed' : ''}`)
     .attr('data-node', (k) => (k.node >= 0 ? k.node : null))
     .attr('y', (k) => laneY(laneOf(k)) + 2).attr('height', laneH - 4)
-    .attr('fill', (k) => (k.node < 0 ? `url(#${hatchId})` : opColor(k.node)))
-    .on('mousemove', (e: MouseEvent, k) => { light(k.node >= 0 ? k.node : null); showTip(e, kernelLines(k), k.name); })
+    .attr('fill', (k) => (k.node < 0 ? `url(#${hatchId})` : kernelColor(k)))
+    .on('mousemove', (e: MouseEvent, k) => { light(k.node >= 0 ? k.node : null); showTip(e, kernelLines(k), shortKernelName(k.name)); })
     .on('mouseleave', () => { light(null); hideTip(); })
     .on('click', (_, k) => { if (k.node >= 0) { o.onPick(k.node); handle.select(k.node); } });
 
   const idle = body.append('g').selectAll('rect').data(gaps).join('rect').attr('class', 'idle-gap')
     .attr('y', laneY(IDLE_LANE) + 4).attr('height', laneH - 8)
     .on('mousemove', (e: MouseEvent, g) => showTip(e, [
-      ['after', `${g.before.name}${g.before.node >= 0 ? ` (${nodeName(g.before.node)})` : ''}`],
-      ['before', `${g.after.name}${g.after.node >= 0 ? ` (${nodeName(g.after.node)})` : ''}`],
+      ['after', `${shortKernelName(g.before.name)}${g.before.node >= 0 ? ` (${nodeName(g.before.node)})` : ''}`],
+      ['before', `${shortKernelName(g.after.name)}${g.after.node >= 0 ? ` (${nodeName(g.after.node)})` : ''}`],
       ['from', `${fmtUs(g.startNs / 1000)} after the step start`],
     ], `GPU idle for ${fmtUs((g.endNs - g.startNs) / 1000)}`))
     .on('mouseleave', hideTip);

@@ -132,16 +132,49 @@ function kernelFigures(ks: Kernel[]): KernelFigures {
   return f;
 }
 
+// A kernel's name as CUPTI reports it is the demangled signature ("void minfer::cuda::(anonymous
+// namespace)::mmq_kernel<(minfer::WeightType)2, 1>(unsigned char const*, …)"): the function name
+// and template arguments without return type, namespaces and parameter list.
+export function shortKernelName(name: string): string {
+  let s = name.replace(/^void\s+/, '');
+  if (s.endsWith(')')) {   // drop the parameter list: the parenthesis that closes at the end
+    let depth = 0;
+    for (let i = s.length - 1; i >= 0; i--) {
+      if (s[i] === ')') depth++;
+      else if (s[i] === '(' && --depth === 0) { if (i > 0) s = s.slice(0, i); break; }
+    }
+  }
+  return s.replace(/\(anonymous namespace\)::/g, '').replace(/\b[A-Za-z_]\w*::/g, '');
+}
+
+// The label of a node without GPU time of its own that a fused kernel computes: "fused → name".
+export function fusedLabel(step: Step, node: number, nodes: GraphNode[]): string {
+  const k = fusedInto(step, node)[0];
+  return k ? `fused → ${(nodes[k.node]?.name ?? `#${k.node}`).replace(/^blk\.\d+\./, '')}` : '';
+}
+
 // Fused kernels that compute `node` but are attributed to another node (kernel.covers).
 export function fusedInto(step: Step, node: number): Kernel[] {
   return step.kernels.filter((k) => k.node !== node && k.covers?.includes(node));
 }
 
-// GPU time per op type (µs), largest first; kernels without a node under "(unattributed)".
+// What a kernel computes, as op types: its node's op, or for a fused kernel the ops of every node
+// it covers joined in order ("rms_norm+matmul"); "(unattributed)" without a node.
+export function kernelOp(k: Kernel, nodes: GraphNode[]): string {
+  if (k.node < 0) return '(unattributed)';
+  const ops: string[] = [];
+  for (const id of k.covers?.length ? k.covers : [k.node]) {
+    const op = nodes[id]?.op ?? `node ${id}`;
+    if (!ops.includes(op)) ops.push(op);
+  }
+  return ops.join('+');
+}
+
+// GPU time per op type (µs, kernelOp), largest first.
 export function gpuTimePerOp(step: Step, nodes: GraphNode[]): [string, number][] {
   const m = new Map<string, number>();
   for (const k of step.kernels) {
-    const op = k.node < 0 ? '(unattributed)' : nodes[k.node]?.op ?? `node ${k.node}`;
+    const op = kernelOp(k, nodes);
     m.set(op, (m.get(op) ?? 0) + k.durationNs / 1000);
   }
   return [...m.entries()].sort((a, b) => b[1] - a[1]);

@@ -4,7 +4,7 @@ import { heatmap } from '../charts/heatmap';
 import { histogram } from '../charts/histogram';
 import type { ValueScaleMode } from '../charts/color-scales';
 import type { CompareNode, MetricsSource } from '../model/compare';
-import { fusedInto } from '../model/gpu-time';
+import { fusedInto, shortKernelName } from '../model/gpu-time';
 import { actScalesTable, diffTable, outliersTable, pairedHeatmaps } from './compare-details';
 import type { NodeRecord, Step, Trace, TraceGraph } from '../model/types';
 import { clear, el, kvTable, section } from '../ui/dom';
@@ -98,14 +98,14 @@ export class Inspector {
     if (kernels.length) {
       const t = el('table', { class: 'grid-table' }, el('tr', {}, ...['kernel', 'duration', 'grid', 'block', 'regs', 'shared'].map((h) => el('th', { text: h }))));
       for (const k of kernels)
-        t.append(el('tr', {}, el('td', { text: k.name }), el('td', { text: fmtUs(k.durationNs / 1000) }), el('td', { text: k.grid.join('×') }),
+        t.append(el('tr', {}, el('td', { text: shortKernelName(k.name), title: k.name }), el('td', { text: fmtUs(k.durationNs / 1000) }), el('td', { text: k.grid.join('×') }),
           el('td', { text: k.block.join('×') }), el('td', { text: k.registers === null ? '—' : `${k.registers}/thread` }),
           el('td', { text: k.sharedBytes === null ? '—' : `${fmtInt(k.sharedBytes)} B` })));
       const first = Math.min(...kernels.map((k) => k.startNs)) / 1000;
       this.root.append(section(`Kernels (${kernels.length}, ${fmtUs(kernels.reduce((a, k) => a + k.durationNs, 0) / 1000)} total, first at ${fmtUs(first)} into the step)`, t));
     } else if (fusedInto(step, node).length) {
       const k = fusedInto(step, node)[0];
-      this.root.append(section('Kernels', el('p', { class: 'fused-kernel' }, `Computed inside the fused kernel ${k.name} (${fmtUs(k.durationNs / 1000)}), whose time counts for `,
+      this.root.append(section('Kernels', el('p', { class: 'fused-kernel' }, `Computed inside the fused kernel ${shortKernelName(k.name)} (${fmtUs(k.durationNs / 1000)}), whose time counts for `,
         link(graph, k.node, this.onNavigate), '.')));
     } else if (trace.meta.backend === 'cuda') {
       this.root.append(section('Kernels', el('p', { class: 'muted', text: 'No kernel records for this node at this step.' })));

@@ -30,7 +30,7 @@ export function nodeColorScale(m: MetricInfo, domain: [number, number], threshol
   const s = scaleSequentialLog(interp).domain(domain).clamp(true);
   const fill = (v: number) => s(Math.max(v, domain[0]));
   return { fill, legend: () => legendBox(m, [gradient((t) => interp(t), [fmtNum(domain[0], 3), fmtNum(domain[1], 3)]),
-    el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing(m.id === 'gpu' ? 'no kernel records (fused away, or a step without CUPTI)' : undefined)]) };
+    el('div', { class: 'legend-note', text: 'log scale, range over all steps' }), missing(m.id === 'gpu' ? 'no kernel of its own (fused away, computed inside another node\'s fused kernel, or a step without CUPTI)' : undefined)]) };
 }
 
 const textColors = new Map<string, string>();

@@ -5,7 +5,7 @@
 // (kernelsRoot) draws the step's kernels, or the host-clock node spans when there are none.
 import { barChart } from '../charts/bar-chart';
 import { kernelTimeline, type KernelTimeline } from '../charts/kernel-timeline';
-import { gpuTimePerOp, idleGaps, nodeGpuUs, stepGpu, traceHasGpuTimes, whyNoKernels, type StepGpu } from '../model/gpu-time';
+import { gpuTimePerOp, idleGaps, nodeGpuUs, shortKernelName, stepGpu, traceHasGpuTimes, whyNoKernels, type StepGpu } from '../model/gpu-time';
 import type { Kernel, Step, Trace, TraceGraph } from '../model/types';
 import { clear, el } from '../ui/dom';
 import { fmtInt, fmtMs, fmtUs } from '../ui/format';
@@ -47,11 +47,11 @@ export class TimingsPanel {
       const perNode = g.nodes.map((n) => ({ id: n.id, us: nodeGpuUs(step, n.id) })).filter((x): x is { id: number; us: number } => x.us !== null)
         .sort((a, b) => b.us - a.us).slice(0, 15);
       const gaps = idleGaps(step.kernels).sort((a, b) => (b.endNs - b.startNs) - (a.endNs - a.startNs)).slice(0, 6);
-      const name = (k: Kernel) => (k.node >= 0 ? g.nodes[k.node]?.name ?? `node ${k.node}` : `${k.name} (no node)`);
+      const name = (k: Kernel) => (k.node >= 0 ? g.nodes[k.node]?.name ?? `node ${k.node}` : `${shortKernelName(k.name)} (no node)`);
       this.root.append(el('div', { class: 'two-col' },
         el('div', {}, el('h4', { text: 'GPU time per op type (µs, share of kernel time)' }),
           barChart(ops.map(([op, us]) => ({ label: op, value: us, text: `${fmtUs(us)} · ${((us / total) * 100).toFixed(1)} %`, highlight: op === '(unattributed)' })),
-            { width: w, labelWidth: 110, textWidth: 130, cls: 'gpu-ops' })),
+            { width: w, labelWidth: 150, textWidth: 130, cls: 'gpu-ops' })),
         el('div', {}, el('h4', { text: 'Slowest 15 nodes on the GPU (µs, sum of their kernels; click to inspect)' }),
           barChart(perNode.map((n) => ({ label: g.nodes[n.id].name, value: n.us, text: fmtUs(n.us), onClick: () => this.onNode(n.id) })),
             { width: w, labelWidth: 150, color: '#e15759', cls: 'gpu-nodes' }))),
