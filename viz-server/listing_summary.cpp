@@ -115,7 +115,8 @@ TraceSummary summarize_doc(const json& doc, const std::string& what) {
   if (version == doc.end() || !version->is_number_integer())
     fail(what, ": field 'version' is missing or not an integer");
   const int64_t v = version->get<int64_t>();
-  if (v < 1 || v > 3) fail(what, ": unsupported trace version ", v, " (this server reads 1, 2 and 3)");
+  if (v < 1 || v > kHighestTraceVersion)
+    fail(what, ": unsupported trace version ", v, " (this server reads versions 1 to ", kHighestTraceVersion, ")");
   TraceSummary s;
   s.version = static_cast<int>(v);
   if (s.version >= 2)  // version 3 is version 2 plus optional fields

@@ -10,6 +10,9 @@
 
 namespace minfer::viz {
 
+// The newest trace version the server reads (it reads 1 up to this one).
+inline constexpr int kHighestTraceVersion = 3;
+
 struct TraceSummary {
   int version = 0;
   std::string model;         // meta.model.file (v2); "" when the trace does not say

@@ -155,8 +155,14 @@ TEST(ListingSummary, ErrorsNameTheFileAndTheField) {
   EXPECT_NE(err("[1,2]").find("x.json: not a JSON object"), std::string::npos);
   EXPECT_NE(err("{\"format\": \"other\"}").find("field 'format' is 'other'"), std::string::npos);
   EXPECT_NE(err("{\"format\": \"minfer-trace\"}").find("field 'version'"), std::string::npos);
-  EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": 3}").find("unsupported trace version 3"),
+  // The newest version is read (its next error is the missing meta); the one after it is refused.
+  const std::string newest = std::to_string(kHighestTraceVersion);
+  const std::string next = std::to_string(kHighestTraceVersion + 1);
+  EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": " + newest + ", \"steps\": []}").find("field 'meta'"),
             std::string::npos);
+  EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": " + next + "}").find("unsupported trace version " + next),
+            std::string::npos);
+  EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": 0}").find("unsupported trace version 0"), std::string::npos);
   EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": 2, \"steps\": []}").find("field 'meta'"),
             std::string::npos);
   EXPECT_NE(err("{\"format\": \"minfer-trace\", \"version\": 2, \"meta\": {}, \"steps\": 5}")

@@ -78,12 +78,19 @@ const list = (await api('api/traces')).filter((e) => !e.error);
 check(list.length > 0, 'the server lists no readable trace');
 // The smallest readable v2 trace with decode steps is the quickest to inspect.
 const single = [...list].filter((e) => (e.steps ?? 0) >= 4 && (e.version ?? 2) >= 2 && !e.compare_path && e.backend !== 'cuda').sort((a, b) => a.size - b.size)[0] ?? list[0];
-const pair = (() => {
+// Separate MMQ and float recordings of one model and prompt on one backend (the float path is
+// `f32` on cpu, `f16` on cuda and in cpu traces before v3), the largest such pair first.
+const floatPath = (p) => p === 'f32' || p === 'f16';
+const pairOn = (backend) => {
+  const found = [];
   for (const a of list) for (const b of list)
-    if (a !== b && a.model === b.model && a.model_sha256 === b.model_sha256 && a.prompt === b.prompt && a.backend === b.backend &&
-        !a.compare_path && !b.compare_path && a.matmul_path === 'mmq' && b.matmul_path === 'f16') return [a.name, b.name];
-  return null;
-})();
+    if (a !== b && a.backend === backend && a.model === b.model && a.model_sha256 === b.model_sha256 && a.prompt === b.prompt && a.backend === b.backend &&
+        !a.compare_path && !b.compare_path && a.matmul_path === 'mmq' && floatPath(b.matmul_path)) found.push([a, b]);
+  found.sort((x, y) => y[0].size - x[0].size);
+  return found.length ? [found[0][0].name, found[0][1].name] : null;
+};
+const pair = pairOn('cpu') ?? pairOn('cuda');
+const cudaPair = pairOn('cuda');
 
 await test('trace list loads', async () => {
   await page.goto(server.url);
@@ -239,8 +246,10 @@ await test('kernel tab explains or draws the timeline', async () => {
 const cudaDir = mkdtempSync(join(tmpdir(), 'minfer-cuda-'));
 for (const f of ['fixture-cuda-v3.json', 'fixture-cuda-v3-nocupti.json']) copyFileSync(join(fixtures, f), join(cudaDir, f));
 const cudaServer = await startServer({ mock, tracesDir: cudaDir });
-const cudaRuns = [{ srv: cudaServer, name: 'fixture-cuda-v3.json', tag: '' },
-  ...list.filter((e) => e.backend === 'cuda' && /^qwen.*cuda/.test(e.name)).slice(0, 2).map((e) => ({ srv: server, name: e.name, tag: `-${e.name.replace(/\.json(\.gz)?$/, '')}` }))];
+// Screenshot names: the recorded MMQ sample's are the plain ones (graph-gpu-time.png ..., the docs'),
+// the float sample's end in -f16, the fixture's in -fixture.
+const cudaRuns = [{ srv: cudaServer, name: 'fixture-cuda-v3.json', tag: '-fixture' },
+  ...list.filter((e) => e.backend === 'cuda' && /^qwen.*cuda/.test(e.name)).slice(0, 2).map((e) => ({ srv: server, name: e.name, tag: e.matmul_path === 'mmq' ? '' : `-${e.matmul_path}` }))];
 const fmt3 = (us) => String(Number((us >= 1000 ? us / 1000 : us).toPrecision(3)));
 // Kernel records of a step: the whole file, or the step's slice when the server has slices.
 async function cudaDoc(srv, name) {
@@ -287,12 +296,18 @@ for (const run of cudaRuns) {
     for (const k of st.kernels) if (k.node >= 0) sums.set(k.node, (sums.get(k.node) ?? 0) + k.duration_ns / 1000);
     const slow = withGpu.length ? withGpu.reduce((a, b) => (b.gpu_us > a.gpu_us ? b : a))
       : { id: [...sums.entries()].sort((a, b) => b[1] - a[1])[0][0], gpu_us: [...sums.values()].sort((a, b) => b - a)[0] };
+    // The Timings tab's slowest GPU node is the same; clicking it brings the node into view (the
+    // graph paints only the rows on screen).
+    await page.click('.tab[data-tab="timings"]');
+    await page.click('.timings-panel .gpu-nodes .bar');
+    await page.waitForFunction((n) => document.querySelector('.inspector .node-title')?.textContent === n, graph.nodes[slow.id].name, { timeout: 5000 })
+      .catch(() => { throw new Error(`the slowest GPU node in the chart is not ${graph.nodes[slow.id].name}`); });
+    await page.waitForFunction((id) => window.minferViz.nodeText(id) !== '', slow.id, { timeout: 5000 }).catch(() => {});
     const text = await page.evaluate((id) => window.minferViz.nodeText(id), slow.id);
     check(text.includes(fmt3(slow.gpu_us)), `node ${graph.nodes[slow.id].name}: label "${text}", gpu_us ${slow.gpu_us}`);
     if (sums.has(slow.id)) check(Math.abs(sums.get(slow.id) - slow.gpu_us) <= 1e-3 * slow.gpu_us + 1e-3, `gpu_us ${slow.gpu_us} ≠ sum of its kernels ${sums.get(slow.id)}`);
     const none = graph.nodes.find((n) => n.fused_into >= 0);
     if (none) check(!/µs|ms/.test(await page.evaluate((id) => window.minferViz.nodeText(id), none.id)), 'a fused-away node shows a GPU time');
-    await page.evaluate((id) => window.minferViz.selectNode(id), slow.id);
     await page.waitForSelector('.inspector .stats-table tr[data-stat="GPU time"], .inspector .panel-section h3:has-text("Kernels (")');
     await shot(`graph-gpu-time${run.tag}`);
   });
@@ -303,6 +318,7 @@ for (const run of cudaRuns) {
     const n = await page.$$eval('.kernel-timeline rect.kernel', (r) => r.length);
     check(n === st.kernels.length, `${n} kernel bars for ${st.kernels.length} kernels`);
     const nodesWith = new Set(st.kernels.filter((k) => k.node >= 0).map((k) => k.node));
+    check(nodesWith.size > 0, `step ${kStep}: none of its ${st.kernels.length} kernels is attributed to a node`);
     check(await page.$$eval('.kernel-timeline rect.node-span', (r) => r.length) === nodesWith.size, 'node spans ≠ nodes with kernels');
     const loose = st.kernels.filter((k) => k.node < 0).length;
     check(await page.$$eval('.kernel-timeline rect.kernel.unattributed', (r) => r.length) === loose, 'unattributed kernels not marked');
@@ -342,6 +358,15 @@ for (const run of cudaRuns) {
       await (await page.$$('.kernel-timeline rect.kernel'))[idx].hover();
       check(await page.$eval('.kt-tip', (t) => getComputedStyle(t).display === 'block'), 'tooltip hidden');
     });
+    // The prefill (eager launches; on the f16 path the first cuBLAS call) on the same page.
+    await page.evaluate(() => window.minferViz.setStep(0));
+    await details(0);
+    await page.waitForSelector('.kernel-timeline rect.kernel');
+    const n0 = await page.$$eval('.kernel-timeline rect.kernel', (r) => r.length);
+    check(n0 === (doc.steps[0].kernels?.length ?? 0), `prefill: ${n0} kernel bars for ${doc.steps[0].kernels?.length} kernels`);
+    await tallShot(`kernels-prefill${run.tag}`);
+    await page.evaluate((s) => window.minferViz.setStep(s), kStep);
+    await details(kStep);
   });
 
   await test(`${run.name}: timings show GPU span, busy, idle, host, events and dropped records`, async () => {
@@ -490,7 +515,8 @@ await test('pipeline view: stages from the graph, drill-down to operators', asyn
 });
 
 await test('comparison view shows the first divergent node', async () => {
-  check(pair, 'no mmq/f16 pair of the same model among the traces');
+  check(pair, 'no mmq/float pair of the same model among the traces');
+  const floatB = list.find((e) => e.name === pair[1]).matmul_path;
   // The page measures against the float run (B) by default: the server's first trace is the reference.
   const cmp = await api(`api/compare?a=${encodeURIComponent(pair[1])}&b=${encodeURIComponent(pair[0])}`);
   check(!cmp.error, `server comparison failed: ${cmp.error}`);
@@ -514,7 +540,7 @@ await test('comparison view shows the first divergent node', async () => {
   }
   check((await page.$$('.agreement-table tr[data-step]')).length === cmp.steps.length, 'token agreement rows != steps');
   check(/from sampled grid/.test(await page.textContent('.divergence-banner')), 'grid metrics are not labelled "from sampled grid"');
-  check(/reference: B \(f16\)/.test(await page.$eval('.reference-select', (s) => s.selectedOptions[0].textContent)), 'f16 is not the default reference');
+  check(new RegExp(`reference: B \\(${floatB}\\)`).test(await page.$eval('.reference-select', (s) => s.selectedOptions[0].textContent)), `${floatB} is not the default reference`);
   // Steps whose inputs differ say so, and the named node is never from one of them.
   const differ = cmp.steps.filter((s) => s.inputs_agree === false).map((s) => s.index);
   const marked = await page.$$eval('.agreement-table tr.inputs-differ', (rs) => rs.map((r) => Number(r.dataset.step)));
@@ -536,9 +562,9 @@ await test('comparison view shows the first divergent node', async () => {
   }
 });
 
-// Issue #10: the paired comparison. A recorded paired sample when the server lists one, else
-// the generated paired fixture opened as a local file (same page, same checks).
-const pairedEntry = list.find((e) => e.compare_path);
+// Issue #10: the paired comparison. The recorded 0.5b paired sample when the server lists it (else
+// another recorded paired trace, else the generated paired fixture opened as a local file).
+const pairedEntry = list.find((e) => e.compare_path && /0\.5b/.test(e.name)) ?? list.find((e) => e.compare_path);
 await test('paired trace: the page names the node that first adds error and how much', async () => {
   let doc;
   if (pairedEntry) {
@@ -553,33 +579,75 @@ await test('paired trace: the page names the node that first adds error and how 
   }
   await ready();
   check(await page.$eval('body', (b) => b.dataset.state) === 'ready', await page.textContent('body'));
-  // The first node whose own (local) error is under 30 dB, found by a plain walk of the file.
-  let want = null;
-  for (const s of doc.steps) for (const r of s.nodes) if (!want && r.cmp?.local && r.cmp.local.sqnr_db < 30) want = { step: s.index, id: r.id, local: r.cmp.local.sqnr_db, name: doc.graphs.find((g) => g.id === s.graph).nodes[r.id].name };
+  // A plain walk of the file in execution order: the first node under 30 dB over the full tensor,
+  // the first whose own (local) error is under 30 dB, the first whose own error is not exact
+  // (local < 200 dB: where error enters the run) and the one with the lowest local SQNR.
+  const nameOf = (s, id) => doc.graphs.find((g) => g.id === s.graph).nodes[id].name;
+  let full = null, local30 = null, own = null, worst = null;
+  for (const s of doc.steps) for (const r of s.nodes) {
+    if (!r.cmp) continue;
+    const at = { step: s.index, id: r.id, name: nameOf(s, r.id), full: r.cmp.sqnr_db, local: r.cmp.local?.sqnr_db ?? null };
+    if (!full && at.full !== null && at.full < 30) full = at;
+    if (at.local === null || at.local >= 200) continue;
+    if (!local30 && at.local < 30) local30 = at;
+    own ??= at;
+    if (!worst || at.local < worst.local) worst = at;
+  }
+  const dB = (x) => `${x.toFixed(1)} dB`;
   const banner = await page.textContent('.divergence-banner');
-  if (want) {
-    check(await page.textContent('.divergence-banner .divergent-name') === want.name, `banner: ${banner}; expected ${want.name}`);
-    check(banner.includes(`adds ${want.local.toFixed(1)} dB`), `banner does not say how much ${want.name} adds (${want.local.toFixed(1)} dB): ${banner}`);
-    await page.waitForFunction((n) => document.querySelector('.inspector .node-title')?.textContent === n, want.name);
+  const named = local30 ?? full;   // the node the banner names and the page opens on
+  if (local30) {
+    check(await page.textContent('.divergence-banner .divergent-name') === local30.name, `banner: ${banner}; expected ${local30.name}`);
+    check(banner.includes(`adds ${dB(local30.local)}`), `banner does not say how much ${local30.name} adds (${dB(local30.local)}): ${banner}`);
+  } else if (full) {
+    // No node adds 30 dB of error itself: the first node under 30 dB inherits most of its error.
+    check(await page.textContent('.divergence-banner .divergent-name') === full.name, `banner: ${banner}; expected ${full.name}`);
+    check(banner.includes(`SQNR ${dB(full.full)}`), `banner does not give ${full.name}'s full-tensor SQNR ${dB(full.full)}: ${banner}`);
+    if (full.local !== null && full.local < 200) check(banner.includes(`adds ${dB(full.local)} itself (local), the rest is inherited`), `banner does not give ${full.name}'s own error ${dB(full.local)}: ${banner}`);
+  } else {
+    check(/No node diverges|Identical/.test(banner), `no node adds error but the banner says: ${banner}`);
+  }
+  if (!local30 && own) {
+    // Where error enters the run and which node adds the most, with their local SQNR.
+    check(await page.textContent('.divergence-banner .first-own-name') === own.name, `banner names ${await page.textContent('.divergence-banner .first-own-name')} as the first node that adds error; the file says ${own.name} (${dB(own.local)}): ${banner}`);
+    check((await page.textContent('.divergence-banner .first-own-db')).includes(`step ${own.step}, local ${dB(own.local)}`), `first own error: ${banner}`);
+    check(await page.textContent('.divergence-banner .worst-local-name') === worst.name, `banner names ${await page.textContent('.divergence-banner .worst-local-name')} as adding the most error; the file says ${worst.name}`);
+    check((await page.textContent('.divergence-banner .worst-local-db')).includes(`local ${dB(worst.local)}`), `worst local error: ${banner}`);
+  }
+  check(!/inputs differ/.test(banner), `a paired trace's banner says inputs differ: ${banner}`);
+  // The page reads the paired metrics itself (/api/compare compares two files); the recorder's
+  // one-file diff (`minfer-trace diff T --json`) names the same nodes.
+  const traceBin = join(dirname(resolve(ROOT, process.env.MINFER_VIZ ?? 'build/bin/minfer-viz')), 'minfer-trace');
+  if (pairedEntry && existsSync(traceBin)) {
+    const d = JSON.parse(execFileSync(traceBin, ['diff', join(tracesDir, pairedEntry.name), '--json'], { maxBuffer: 1 << 30 }).toString());
+    check(d.metrics_source === 'full', `minfer-trace diff of a paired trace: metrics_source ${d.metrics_source}`);
+    check((d.first_divergent?.name ?? null) === (full?.name ?? null), `minfer-trace diff names ${d.first_divergent?.name} first under 30 dB, the page ${full?.name}`);
+    check((d.worst_local?.name ?? null) === (worst?.name ?? null), `minfer-trace diff names ${d.worst_local?.name} as the worst local error, the page ${worst?.name}`);
+    check(banner.includes(`token agreement ${(d.token_agreement * 100).toFixed(1)} %`), `token agreement: minfer-trace diff ${d.token_agreement}, banner ${banner}`);
+  }
+  if (named) {
+    await page.waitForFunction((n) => document.querySelector('.inspector .node-title')?.textContent === n, named.name);
     const insp = await page.textContent('.inspector');
     check(/local SQNR/.test(insp) && /full tensor/.test(insp), 'inspector shows no full-tensor / local metrics');
     check(/Outlier channels/.test(insp), 'inspector shows no outlier channels');
     const outRows = await page.$$eval('.outliers-table tr', (rs) => rs.length - 1);
-    const rec = doc.steps[want.step].nodes.find((r) => r.id === want.id);
+    const rec = doc.steps[named.step].nodes.find((r) => r.id === named.id);
     check(outRows === rec.outliers.length, `${outRows} outlier rows, the record has ${rec.outliers.length}`);
     if (rec.act_scales) check(/MMQ activation block scales/.test(insp), 'no activation block-scale summary for an MMQ matmul');
     // A and B on one colour scale, plus the relative-error map.
     const notes = await page.$$eval('.inspector .heatmap .legend-note', (ns) => ns.map((n) => n.textContent));
     check(await page.$$eval('.inspector .heatmap', (h) => h.length) === 3, 'expected A, B and relative-error heatmaps');
     check(notes[0] === notes[2], `A and B heatmaps do not share a scale: "${notes[0]}" vs "${notes[2]}"`);
-  } else {
-    check(/No node diverges|Identical/.test(banner), `no node adds error but the banner says: ${banner}`);
   }
   check(/full tensor/.test(await page.textContent('.compare-panel')), 'metrics are not labelled as full-tensor');
   // The chart: one dot per compared node of the step, local squares.
   const step = Number(await page.evaluate(() => document.body.dataset.step));
   await details(step);
   const compared = doc.steps[step].nodes.filter((r) => r.cmp).length;
+  // Lockstep: both runs read the same tokens on every step, so no step is marked "inputs differ".
+  check(await page.$$eval('.agreement-table tr[data-step]', (r) => r.length) === doc.steps.length, 'agreement rows != steps');
+  check(await page.$$eval('.agreement-table tr.inputs-differ', (r) => r.length) === 0, 'a paired trace has steps marked "inputs differ"');
+  check(await page.$$eval('.agreement-table td.inputs', (tds) => tds.every((t) => t.textContent === 'same')), 'a step\'s inputs are not "same"');
   check(await page.$$eval('.error-chart .full-dot', (d) => d.length) === compared, 'error chart dots != compared nodes');
   check(await page.$$eval('.error-chart .local-mark', (d) => d.length) > 0, 'no local-error marks in the chart');
   // Worst nodes: sorted worst first, filter by op.
@@ -637,6 +705,30 @@ await test('the landing page Compare picks a comparable pair, or says why a pair
   }
 });
 
+// On the recorded samples (the mock's fixtures have no CUDA pair).
+if (cudaPair || !mock) await test('the CUDA pair (mmq vs f16) opens from the landing page\'s Compare', async () => {
+  check(cudaPair, 'no CUDA mmq/f16 pair of one model and prompt among the traces');
+  const failed = badResponses.length;
+  await page.goto(server.url);
+  await ready();
+  await page.selectOption('#cmp-a', cudaPair[0]);
+  await page.selectOption('#cmp-b', cudaPair[1]);
+  check(!(await page.$eval('.compare-go', (x) => x.disabled)), `Compare refused the CUDA pair: ${await page.textContent('.compare-why')}`);
+  await page.click('.compare-go');
+  await page.waitForURL((u) => u.searchParams.get('a') === cudaPair[0] && u.searchParams.get('b') === cudaPair[1]);
+  await ready();
+  check(await page.$eval('body', (x) => x.dataset.state) === 'ready', `the CUDA comparison failed: ${await page.textContent('body')}`);
+  check(badResponses.length === failed, `requests failed: ${badResponses.slice(failed).join(', ')}`);
+  // The banner names the node the server names (f16, the float path, as the reference).
+  const cmp = await api(`api/compare?a=${encodeURIComponent(cudaPair[1])}&b=${encodeURIComponent(cudaPair[0])}`);
+  check(!cmp.error, `server comparison failed: ${cmp.error}`);
+  if (cmp.first_divergent) check(await page.textContent('.divergence-banner .divergent-name') === cmp.first_divergent.name, `banner: ${await page.textContent('.divergence-banner')}; server: ${cmp.first_divergent.name}`);
+  check(await page.$$eval('.agreement-table tr[data-step]', (r) => r.length) === cmp.steps.length, 'agreement rows != compared steps');
+  // Both runs' kernels in the Timeline tab.
+  await page.click('.tab[data-tab="kernels"]');
+  check(await page.$$eval('#tab-body .ab-block', (bs) => bs.map((b) => b.dataset.run).join('')) === 'AB', 'the Timeline tab does not show A and B');
+});
+
 await test('a malformed local file gives a readable message', async () => {
   await page.goto(server.url);
   await ready();
@@ -687,14 +779,15 @@ await test('a deep link to a missing trace shows the server error', async () => 
 // ----- live runs: a second server with --model and a tiny model made by minfer-gen ---------
 const genBin = join(dirname(resolve(ROOT, process.env.MINFER_VIZ ?? 'build/bin/minfer-viz')), 'minfer-gen');
 const samplePrompt = '<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n';
-if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, 'tiny-q8_0-f16.json'))) {
-  console.log(`  SKIP live runs: ${mock ? 'mock server' : !existsSync(genBin) ? `no minfer-gen at ${genBin}` : 'no tiny-q8_0-f16.json sample trace to compare with'}`);
+const liveSample = 'tiny-q8_0-f32.json';   // recorded with the model and prompt the live run uses
+if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
+  console.log(`  SKIP live runs: ${mock ? 'mock server' : !existsSync(genBin) ? `no minfer-gen at ${genBin}` : `no ${liveSample} sample trace to compare with`}`);
 } else {
   const liveDir = mkdtempSync(join(tmpdir(), 'minfer-live-'));
   const model = join(liveDir, 'tiny-q8_0.gguf');
   execFileSync(genBin, ['--preset', 'tiny', '--weights', 'q8_0', '--seed', '1', '-o', model], { stdio: 'ignore' });
   mkdirSync(join(liveDir, 'traces'));
-  copyFileSync(join(tracesDir, 'tiny-q8_0-f16.json'), join(liveDir, 'traces', 'tiny-q8_0-f16.json'));
+  copyFileSync(join(tracesDir, liveSample), join(liveDir, 'traces', liveSample));
   const ls = await startServer({ mock: false, tracesDir: join(liveDir, 'traces'), extraArgs: ['--model', model] });
   const post = async (path, body) => { const r = await fetch(ls.url + path, { method: 'POST', body: JSON.stringify(body) }); return { status: r.status, body: await r.json() }; };
 
@@ -719,8 +812,8 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, 'tiny-q8_0-f16.js
     const list = await (await fetch(ls.url + 'api/traces')).json();
     const entry = list.find((e) => e.name === saved);
     check(entry && !entry.error && entry.steps === 24 && entry.complete, `saved trace not listed as a complete 24-step trace: ${JSON.stringify(entry)}`);
-    // The same prompt, model and sampler as the f16 sample: compare the live run with it.
-    await page.selectOption('.live-compare-with', 'tiny-q8_0-f16.json');
+    // The same prompt, model and sampler as the f32 sample: compare the live run with it.
+    await page.selectOption('.live-compare-with', liveSample);
     await page.click('.live-compare');
     await ready();
     check(await page.$eval('body', (b) => b.dataset.state) === 'ready', await page.textContent('body'));
@@ -803,9 +896,11 @@ await closeBrowser(browser);
 server.stop();
 rmSync(fixtures, { recursive: true, force: true });
 if (toDocs) {
-  mkdirSync(join(ROOT, 'docs/screenshots'), { recursive: true });
-  for (const p of shots) copyFileSync(p, join(ROOT, 'docs/screenshots', p.split('/').pop()));
-  console.log(`copied ${shots.length} screenshots to docs/screenshots/`);
+  // Only the screenshots docs/screenshots/README.md describes (the others stay in web/e2e/out).
+  const readme = readFileSync(join(ROOT, 'docs/screenshots/README.md'), 'utf8');
+  const documented = shots.filter((p) => readme.includes(`\`${p.split('/').pop()}\``));
+  for (const p of documented) copyFileSync(p, join(ROOT, 'docs/screenshots', p.split('/').pop()));
+  console.log(`copied ${documented.length} screenshots to docs/screenshots/: ${documented.map((p) => p.split('/').pop()).join(' ')}`);
 }
 const failed = results.filter((r) => !r.ok).length;
 console.log(`screenshots in ${OUT}`);

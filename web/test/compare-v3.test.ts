@@ -72,6 +72,12 @@ describe('version 3: paired trace', () => {
     expect([cmp.firstDivergent!.step, cmp.firstDivergent!.name]).toEqual(first);
     expect([cmp.firstLocal!.step, cmp.firstLocal!.name, cmp.firstLocal!.localDb]).toEqual(firstLocal);
     expect(cmp.firstLocal!.name).toBe('blk.1.ffn_down');   // the fixture's saturating matmul
+    // Where error enters (first local SQNR under the 200 dB cap) and the most local error.
+    const own = steps.flatMap((s) => [...s.nodes].sort((a, b) => a.id - b.id).filter((r) => r.cmp && r.cmp.local.sqnr_db < 200)
+      .map((r) => [s.index, nodeName(s.graph, r.id), r.cmp!.local.sqnr_db] as [number, string, number]));
+    expect([cmp.firstOwnError!.step, cmp.firstOwnError!.name, cmp.firstOwnError!.localDb]).toEqual(own[0]);
+    const minLocal = Math.min(...own.map((o) => o[2]));
+    expect([cmp.worstLocal!.step, cmp.worstLocal!.name, cmp.worstLocal!.localDb]).toEqual(own.find((o) => o[2] === minLocal));
     expect(cmp.metricsSource).toBe('full');
     expect(cmp.identical).toBe(false);
     expect(cmp.steps.every((s) => s.inputsAgree)).toBe(true);   // lockstep: the same tokens

@@ -36,11 +36,22 @@ describe.skipIf(files.length === 0)('recorded traces', () => {
       if (isPaired(t)) {
         // A paired recording: every output node carries full-tensor metrics, and the page's
         // "first node that adds error" is the first whose recorded local SQNR is under 30 dB.
+        // Where error first enters (the first local SQNR under the 200 dB cap) and the node that adds
+        // the most (the lowest local SQNR, the first of equals) are found the same way.
         const cmp = pairedComparison(t);
-        let first: string | null = null;
+        let first: string | null = null, own: string | null = null, worst: [string, number] | null = null;
         for (const s of json.steps)
-          for (const r of s.nodes ?? []) if (!first && r.cmp?.local && r.cmp.local.sqnr_db < 30) first = `${s.index}:${r.id}`;
-        expect(cmp.firstLocal ? `${cmp.firstLocal.step}:${cmp.firstLocal.node}` : null).toBe(first);
+          for (const r of s.nodes ?? []) {
+            const l = r.cmp?.local?.sqnr_db;
+            if (typeof l !== 'number' || l >= 200) continue;
+            if (!first && l < 30) first = `${s.index}:${r.id}`;
+            own ??= `${s.index}:${r.id}`;
+            if (!worst || l < worst[1]) worst = [`${s.index}:${r.id}`, l];
+          }
+        const at = (x: { step: number; node: number } | null) => (x ? `${x.step}:${x.node}` : null);
+        expect(at(cmp.firstLocal)).toBe(first);
+        expect(at(cmp.firstOwnError)).toBe(own);
+        expect(cmp.worstLocal ? [at(cmp.worstLocal), cmp.worstLocal.localDb] : null).toEqual(worst);
         expect(recorded.filter((r) => r.cmp).length).toBeGreaterThan(0);
         expect(t.steps.every((s) => s.refLogits)).toBe(true);
       }

@@ -30,6 +30,7 @@ export interface CompareStep {
 }
 
 export interface NodeRef { step: number; node: number; name: string; sqnrDb: number | null }
+export type LocalRef = NodeRef & { localDb: number };   // with the node's local (own) SQNR
 
 export interface Comparison {
   a: { file: string; matmulPath: string }; b: { file: string; matmulPath: string };
@@ -39,7 +40,9 @@ export interface Comparison {
   identical: boolean;         // every compared node and the logits agree exactly
   threshold: { metric: string; value: number };
   firstDivergent: NodeRef | null;   // first node past the threshold, among steps whose inputs agree
-  firstLocal: (NodeRef & { localDb: number }) | null;   // paired: first node whose OWN error passes it
+  firstLocal: LocalRef | null;      // paired: first node whose OWN error passes it
+  firstOwnError: LocalRef | null;   // paired: first node whose own error is not exact (where error enters)
+  worstLocal: LocalRef | null;      // paired: the node that adds the most error itself (lowest local SQNR)
   steps: CompareStep[];
   tokenAgreement: number | null;
   opTimes: { op: string; usA: number; usB: number }[];
@@ -75,7 +78,7 @@ export function parseComparison(json: unknown, source: string, swapped = false):
     identical: typeof r.identical === 'boolean' ? r.identical : allIdentical(steps),
     threshold: { metric: c.optStr(th.metric, 'threshold.metric') ?? 'sqnr_db', value: c.num(th.value, 'threshold.value') },
     firstDivergent: first,
-    firstLocal: null,
+    firstLocal: null, firstOwnError: null, worstLocal: null,   // two traces have no local errors
     steps,
     tokenAgreement: c.optNum(r.token_agreement, 'token_agreement'),
     opTimes: c.arr(r.op_times ?? [], 'op_times').map((o, i) => {

@@ -2,7 +2,7 @@
 // same tokens, with full-tensor metrics per node (cmp, cmp.local) and B's summaries (ref,
 // ref_logits). This file turns it into the two things the comparison views read: B as a Trace
 // of its own, and the Comparison, both from the recorded values (nothing is recomputed).
-import { SQNR_CAP_DB, type CompareNode, type CompareStep, type Comparison, type NodeRef } from './compare';
+import { SQNR_CAP_DB, type CompareNode, type CompareStep, type Comparison, type LocalRef, type NodeRef } from './compare';
 import type { NodeRecord, Step, Trace } from './types';
 
 export const DEFAULT_THRESHOLD_DB = 30;
@@ -33,7 +33,7 @@ export function referenceTrace(t: Trace): Trace {
 export function pairedComparison(t: Trace, thresholdDb = DEFAULT_THRESHOLD_DB): Comparison {
   const ref = t.meta.compare!;
   let firstDivergent: NodeRef | null = null;
-  let firstLocal: Comparison['firstLocal'] = null;
+  let firstLocal: LocalRef | null = null, firstOwnError: LocalRef | null = null, worstLocal: LocalRef | null = null;
   let identical = true, agree = 0;
   const steps: CompareStep[] = t.steps.map((s) => {
     const g = t.graphs.get(s.graphId)!;
@@ -52,8 +52,11 @@ export function pairedComparison(t: Trace, thresholdDb = DEFAULT_THRESHOLD_DB): 
       if (!firstDivergent && m.sqnrDb !== null && m.sqnrDb < thresholdDb)
         firstDivergent = { step: s.index, node: n.id, name: n.name, sqnrDb: m.sqnrDb };
       const ld = m.local?.sqnrDb ?? null;
-      if (!firstLocal && ld !== null && ld < thresholdDb)
-        firstLocal = { step: s.index, node: n.id, name: n.name, sqnrDb: m.sqnrDb, localDb: ld };
+      if (ld === null || ld >= SQNR_CAP_DB) continue;   // the node adds no error itself
+      const here: LocalRef = { step: s.index, node: n.id, name: n.name, sqnrDb: m.sqnrDb, localDb: ld };
+      firstOwnError ??= here;
+      if (!firstLocal && ld < thresholdDb) firstLocal = here;
+      if (!worstLocal || ld < worstLocal.localDb) worstLocal = here;
     }
     const tokA = s.logits?.chosen ?? null, tokB = s.refLogits?.chosen ?? null;
     const same = tokA === tokB;
@@ -71,6 +74,7 @@ export function pairedComparison(t: Trace, thresholdDb = DEFAULT_THRESHOLD_DB): 
     reference: 'b', metricsSource: 'full', paired: true, identical: identical && steps.length > 0,
     threshold: { metric: 'sqnr_db', value: thresholdDb },
     firstDivergent: identical ? null : firstDivergent, firstLocal: identical ? null : firstLocal,
+    firstOwnError: identical ? null : firstOwnError, worstLocal: identical ? null : worstLocal,
     steps, tokenAgreement: steps.length ? agree / steps.length : null, opTimes: [],
   };
 }

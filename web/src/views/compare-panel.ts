@@ -58,9 +58,13 @@ export class ComparePanel {
         this.banner.append(el('span', { class: 'muted', text: ` · first node under ${cmp.threshold.value} dB: ${f.name} at step ${f.step} (${fmtDb(f.sqnrDb)}, inherited)` }),
           go('goto-first-under', `Show ${f.name}`, f.step, f.node));
     } else if (f) {
-      this.banner.append(el('span', { class: 'dot bad' }), el('span', { text: 'First divergent node: ' }),
+      // Paired: no node's own error passes the threshold, so what pushes this one under it is
+      // inherited; say how much it adds itself.
+      const own = cmp.paired ? cmp.steps.find((s) => s.index === f.step)?.nodes.get(f.node)?.local?.sqnrDb ?? null : null;
+      const ownText = own === null ? '' : isIdenticalDb(own) ? '; it adds no error itself (local exact): all inherited' : `; it adds ${fmtDb(own)} itself (local), the rest is inherited`;
+      this.banner.append(el('span', { class: 'dot bad' }), el('span', { text: cmp.paired ? `First node under ${cmp.threshold.value} dB: ` : 'First divergent node: ' }),
         el('strong', { class: 'divergent-name', text: f.name }),
-        el('span', { text: ` at step ${f.step} — SQNR ${fmtDb(f.sqnrDb)} (divergent when ${thresholdText(cmp)}) ` }), src,
+        el('span', { class: 'first-full', text: ` at step ${f.step} — SQNR ${fmtDb(f.sqnrDb)}${cmp.paired ? ownText : ` (divergent when ${thresholdText(cmp)})`} ` }), src,
         go('goto-divergent', `Show ${f.name}`, f.step, f.node));
     } else {
       this.banner.append(el('span', { class: 'dot ok' }),
@@ -73,8 +77,21 @@ export class ComparePanel {
     if (differ !== null)
       this.banner.append(el('span', { class: 'inputs-differ-note', text: ` · inputs differ from step ${differ} on (the runs sampled different tokens): those steps are not compared for divergence` }));
     this.banner.classList.toggle('ok', cmp.identical || (!f && !fl));
+    if (!cmp.identical && !fl) this.ownErrorNote(cmp, go);
     this.banner.append(el('span', { class: 'agreement', text: `token agreement ${fmtProb(cmp.tokenAgreement)}` }));
     this.update(a, b, cmp, 0);
+  }
+
+  // Paired, when no node's own error passes the threshold: where error first enters the run and
+  // which node adds the most of it.
+  private ownErrorNote(cmp: Comparison, go: (cls: string, text: string, step: number, node: number) => HTMLElement): void {
+    const e = cmp.firstOwnError, w = cmp.worstLocal;
+    if (!cmp.paired || !e || !w) return;
+    this.banner.append(el('span', { class: 'own-error muted' },
+      el('span', { text: `No node adds under ${cmp.threshold.value} dB itself: error enters at ` }),
+      go('first-own-name link', e.name, e.step, e.node), el('span', { class: 'first-own-db', text: ` (step ${e.step}, local ${fmtDb(e.localDb)})` }),
+      el('span', { text: ', most is added by ' }),
+      go('worst-local-name link', w.name, w.step, w.node), el('span', { class: 'worst-local-db', text: ` (step ${w.step}, local ${fmtDb(w.localDb)})` })));
   }
 
   update(a: Trace, b: Trace, cmp: Comparison, step: number): void {
@@ -100,7 +117,7 @@ export class ComparePanel {
     const stepNote = cs && !cs.inputsAgree ? el('div', { class: 'inputs-differ-note', text: `Step ${step}: inputs differ (A and B read different tokens), so its errors are not a divergence of the path.` }) : null;
     const chartW = Math.max(420, Math.floor(w * 0.55) - 16);
     const chart = el('div', { class: 'error-chart-wrap' },
-      el('h4', { text: `Error along the graph, step ${step} (${cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid'}): line = full tensor (inherited + added)${cmp.paired ? ', squares = local (added by the node itself)' : ''}` }),
+      el('h4', { text: `Error along the graph, step ${step} (${cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid'}): line = ${cmp.paired ? 'full tensor' : 'the node\'s output'} (inherited + added)${cmp.paired ? ', squares = local (added by the node itself)' : ''}` }),
       stepNote, errorChart(cmp, step, graphOf, this.mode, chartW, this.onJump));
     this.table.set(cmp, graphOf);
     const tokens = el('div', { class: 'topk-wrap' }, el('h4', { text: `Next token after step ${step}: A and B` }),

@@ -67,14 +67,14 @@ export function errorChart(cmp: Comparison, stepIndex: number, graphOf: (step: n
     if (mode === 'db' && t < (y.domain()[0] as number)) continue;
     svg.append('line').attr('class', 'grid-line').attr('x1', M.l).attr('x2', width - M.r).attr('y1', yv(t)).attr('y2', yv(t));
     svg.append('text').attr('class', 'axis-label').attr('x', M.l - 4).attr('y', yv(t)).attr('dy', '0.35em').attr('text-anchor', 'end')
-      .text(mode === 'db' ? `${t} dB` : fmtNum(t, 2));
+      .text(mode === 'db' ? `${t === TOP_DB ? '≥' : ''}${t} dB` : fmtNum(t, 2));
   }
   const thr = mode === 'db' ? cmp.threshold.value : 10 ** (-cmp.threshold.value / 20);
   svg.append('line').attr('class', 'threshold-line').attr('x1', M.l).attr('x2', width - M.r).attr('y1', yv(thr)).attr('y2', yv(thr));
   svg.append('text').attr('class', 'axis-note').attr('x', width - M.r).attr('y', yv(thr) - 3).attr('text-anchor', 'end')
     .text(`threshold ${cmp.threshold.value} dB`);
   svg.append('text').attr('class', 'axis-note').attr('x', M.l).attr('y', H - 4)
-    .text(`nodes of step ${stepIndex} in execution order →   (faint: the other steps)`);
+    .text(`nodes of step ${stepIndex} in execution order →   (faint: the other steps${mode === 'db' ? `; top edge: ${TOP_DB} dB or more, exact included` : ''})`);
   // Other steps, faint: aligned by node name.
   const xByName = new Map(pts.map((p) => [p.name, p.x]));
   const path = line<[number, number]>().x((d) => x(d[0])).y((d) => yv(d[1]));

@@ -1,6 +1,6 @@
 // The worst-nodes table over all steps: sortable by any metric (click a header), filterable by
 // op and weight type; steps whose inputs differ are left out unless asked for, and marked.
-import type { Comparison } from '../model/compare';
+import { isIdenticalDb, type Comparison } from '../model/compare';
 import type { TraceGraph } from '../model/types';
 import { filterRows, nodeRows, sortRows, WORST_FIRST, type NodeRow, type RowFilter, type SortKey } from '../model/worst-nodes';
 import { clear, el } from '../ui/dom';
@@ -9,6 +9,8 @@ import { errorFill, type ErrorKind } from './error-scale';
 import { textColor } from './node-colors';
 
 const MAX_ROWS = 60;
+// The writers cap SQNR at 200 dB for equal tensors: say "exact" rather than a measured-looking 200.0 dB.
+const dbCell = (db: number | null) => (isIdenticalDb(db) ? 'exact' : fmtDb(db));
 
 interface Column { key: SortKey; label: string; title: string; kind?: ErrorKind; fmt: (r: NodeRow) => string }
 
@@ -38,10 +40,10 @@ export class WorstNodesTable {
     const cols: Column[] = [
       { key: 'step', label: 'step', title: 'step index (0 = prefill)', fmt: (r) => String(r.step) },
       { key: 'name', label: 'node', title: 'node name', fmt: (r) => r.name },
-      { key: 'sqnrDb', label: 'SQNR', title: `signal-to-quantization-noise ratio of the ${full ? 'full tensor' : 'sampled grid'} (dB, higher is closer)`, kind: 'db', fmt: (r) => fmtDb(r.sqnrDb) },
+      { key: 'sqnrDb', label: 'SQNR', title: `signal-to-quantization-noise ratio of the ${full ? 'full tensor' : 'sampled grid'} (dB, higher is closer)`, kind: 'db', fmt: (r) => dbCell(r.sqnrDb) },
     ];
     if (this.rows.some((r) => r.localDb !== null))
-      cols.push({ key: 'localDb', label: 'local SQNR', title: 'the error the node adds itself: its op on the same inputs by both paths (dB)', kind: 'db', fmt: (r) => fmtDb(r.localDb) });
+      cols.push({ key: 'localDb', label: 'local SQNR', title: 'the error the node adds itself: its op on the same inputs by both paths (dB)', kind: 'db', fmt: (r) => dbCell(r.localDb) });
     cols.push(
       { key: 'cosine', label: 'cosine', title: 'cosine similarity of A and B', kind: 'cos', fmt: (r) => fmtNum(r.cosine, 6) },
       { key: 'relL2', label: 'rel. error', title: '‖A−B‖ / ‖reference‖', kind: 'rel', fmt: (r) => fmtNum(r.relL2, 3) },
