@@ -1,5 +1,7 @@
 #include "logits_summary.h"
 
+#include "core/top_k.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -41,20 +43,8 @@ LogitsSummary summarize_logits(const float* x, int64_t n, int32_t chosen, int to
 
   // Top-k with a bounded heap (the vocabulary is ~150k, k ~20).
   const int64_t k = std::min<int64_t>(std::max(top_k, 0), n);
-  std::vector<int64_t> heap;
-  heap.reserve(static_cast<size_t>(k) + 1);
-  for (int64_t i = 0; i < n && k > 0; ++i) {
-    if (static_cast<int64_t>(heap.size()) < k) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), before);
-    } else if (before(i, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), before);
-      heap.back() = i;
-      std::push_heap(heap.begin(), heap.end(), before);
-    }
-  }
-  std::sort(heap.begin(), heap.end(), before);
-  for (int64_t i : heap) s.top.push_back({static_cast<int32_t>(i), prob(i), x[i]});
+  for (int64_t i : top_k_indices(n, k, before, [](int64_t) { return true; }))
+    s.top.push_back({static_cast<int32_t>(i), prob(i), x[i]});
 
   if (chosen >= 0 && chosen < n) {
     int64_t rank = 0;

@@ -94,8 +94,8 @@ struct Checker {
     if (num(h["lo"]) && num(h["hi"]) && h["lo"].get<double>() > h["hi"].get<double>()) err(at, "lo > hi");
   }
 
-  void logits(const json& l, const json& meta, const std::string& at) {
-    const auto& top = l["top"];
+  // A top-k list: descending probabilities, ids in the vocabulary, at most options.top_k.
+  void top_list(const json& top, const json& l, const json& meta, const std::string& at) {
     double sum = 0;
     for (size_t i = 0; i < top.size(); ++i) {
       const double p = top[i]["p"];
@@ -108,6 +108,11 @@ struct Checker {
     if (sum > 1 + 1e-3) err(at + "/top", "probabilities sum to " + std::to_string(sum) + " > 1");
     if (meta.contains("options") && top.size() > meta["options"]["top_k"].get<size_t>())
       err(at + "/top", "has more entries than options.top_k");
+  }
+
+  void logits(const json& l, const json& meta, const std::string& at) {
+    const auto& top = l["top"];
+    top_list(top, l, meta, at);
     if (num(l["entropy"])) {
       const double h = l["entropy"], hmax = std::log(l["n_vocab"].get<double>());
       if (h < -1e-6 || h > hmax * (1 + kRel) + 1e-6)
@@ -132,19 +137,7 @@ struct Checker {
 
   // The sampler's distribution: a top-k like the raw one (descending, in the vocabulary).
   void sampled(const json& sm, const json& l, const json& meta, const std::string& at) {
-    const auto& top = sm["top"];
-    double sum = 0;
-    for (size_t i = 0; i < top.size(); ++i) {
-      const double p = top[i]["p"];
-      sum += p;
-      if (i > 0 && p > top[i - 1]["p"].get<double>() * (1 + kRel) + 1e-12)
-        err(at + "/top/" + std::to_string(i), "probabilities are not in descending order");
-      if (top[i]["id"].get<int64_t>() >= l["n_vocab"].get<int64_t>())
-        err(at + "/top/" + std::to_string(i) + "/id", "token id outside the vocabulary");
-    }
-    if (sum > 1 + 1e-3) err(at + "/top", "probabilities sum to " + std::to_string(sum) + " > 1");
-    if (meta.contains("options") && top.size() > meta["options"]["top_k"].get<size_t>())
-      err(at + "/top", "has more entries than options.top_k");
+    top_list(sm["top"], l, meta, at);
     if (l["chosen"].get<int64_t>() < 0 && !sm["chosen_p"].is_null()) err(at + "/chosen_p", "a probability although nothing was chosen");
   }
 

@@ -1,5 +1,7 @@
 #include "exec/tensor_compare.h"
 
+#include "core/top_k.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,22 +45,9 @@ std::vector<Outlier> outliers_host(const float* x, int64_t n, int k, const float
     const float ai = std::fabs(x[i]), aj = std::fabs(x[j]);
     return ai != aj ? ai > aj : i < j;
   };
-  std::vector<int64_t> heap;  // the best k so far; front = the worst of them
-  if (k > 0) heap.reserve(static_cast<size_t>(k) + 1);
-  for (int64_t i = 0; i < n && k > 0; ++i) {
-    if (std::isnan(x[i])) continue;
-    if (static_cast<int>(heap.size()) < k) {
-      heap.push_back(i);
-      std::push_heap(heap.begin(), heap.end(), before);
-    } else if (before(i, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), before);
-      heap.back() = i;
-      std::push_heap(heap.begin(), heap.end(), before);
-    }
-  }
-  std::sort(heap.begin(), heap.end(), before);
   std::vector<Outlier> out;
-  for (int64_t i : heap) out.push_back({i, x[i], ref ? ref[i] : 0.0f});
+  for (int64_t i : top_k_indices(n, k, before, [&](int64_t i) { return !std::isnan(x[i]); }))
+    out.push_back({i, x[i], ref ? ref[i] : 0.0f});
   return out;
 }
 
