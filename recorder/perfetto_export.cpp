@@ -41,8 +41,16 @@ Slice slice(int tid, const std::string& name, const std::string& cat, double ts_
 // overlapping: rounding a start and a duration on their own can push an end past the next start.
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+// A trace time as whole nanoseconds, clamped to +-1e14 ns (~28 hours; NaN -> 0): a damaged
+// trace's huge value cannot overflow the integer sums below.
+int64_t to_ns(double v) {
+  constexpr double kMaxNs = 1e14;
+  if (std::isnan(v)) return 0;
+  return std::llround(std::clamp(v, -kMaxNs, kMaxNs));
+}
+
 Slice host_slice(int tid, const std::string& name, const std::string& cat, double ts_us, double dur_us, json args) {
-  const int64_t a = std::llround(ts_us * 1e3), b = std::llround((ts_us + dur_us) * 1e3);
+  const int64_t a = to_ns(ts_us * 1e3), b = to_ns((ts_us + dur_us) * 1e3);
   return slice(tid, name, cat, us(a), us(b - a), std::move(args));
 }
 
@@ -115,13 +123,13 @@ std::string step_label(const json& s) {
 // The GPU side of one step: a step slice over its kernels, one slice per node spanning that
 // node's kernels with the kernels nested under it, and unattributed kernels on their own track.
 void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& tracks, std::vector<Slice>& out) {
-  const int64_t base_ns = std::llround(step_us * 1e3);
+  const int64_t base_ns = to_ns(step_us * 1e3);
   std::map<int, std::vector<GpuKernel>> by_node;  // ordered by node id: a stable output
   std::vector<GpuKernel> loose;
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (const auto& k : s["kernels"]) {
-    const int64_t start = base_ns + std::llround(k["start_ns"].get<double>());
-    const GpuKernel g{&k, start, start + std::llround(k["duration_ns"].get<double>())};
+    const int64_t start = base_ns + to_ns(k["start_ns"].get<double>());
+    const GpuKernel g{&k, start, start + to_ns(k["duration_ns"].get<double>())};
     first = std::min(first, g.start_ns);
     last = std::max(last, g.end_ns);
     const int node = k["node"].get<int>();
@@ -152,9 +160,9 @@ void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& track
       name = (*nodes)[id]["name"].get<std::string>();
       op = (*nodes)[id]["op"].get<std::string>();
     }
-    int64_t busy_ns = 0;
-    for (const auto& k : *ks) busy_ns += k.end_ns - k.start_ns;
-    json na = {{"node", id}, {"op", op}, {"step", s["index"]}, {"kernels", ks->size()}, {"kernel_us", us(busy_ns)}};
+    double busy_ns = 0;  // in double: a damaged trace may hold many huge kernels
+    for (const auto& k : *ks) busy_ns += static_cast<double>(k.end_ns - k.start_ns);
+    json na = {{"node", id}, {"op", op}, {"step", s["index"]}, {"kernels", ks->size()}, {"kernel_us", busy_ns / 1e3}};
     if (auto r = records.find(id); r != records.end())
       for (const char* f : {"gpu_us", "gpu_start_us"})
         if (r->second->contains(f)) na[f] = (*r->second)[f];
