@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "gzip_compress.h"
 #include "trace_input.h"
 
 namespace minfer::viz {
@@ -12,7 +13,7 @@ namespace minfer::viz {
 // True when the bytes start with the gzip magic (1f 8b).
 bool looks_gzipped(std::string_view bytes);
 
-std::string gzip_compress(std::string_view raw, int level = 6);
+using trace::gzip_compress;  // recorder/gzip_compress.h
 
 // Inflates gzip bytes held in memory (concatenated members allowed). Throws minfer::Error
 // naming `what` when they are not gzip, corrupt, truncated, followed by other bytes, or

@@ -56,16 +56,16 @@ struct Candidate {
   float key, value;
 };
 
-struct Partial {
-  double sum, abssum, sumsq, d_min, d_max, d_sum;
-  float lo, hi;
-  long long finite, nan, inf, blocks;
-};
-
 struct Acc {
   double sum, abssum, d_min, d_max, d_sum;
   float lo, hi;
   long long finite, nan, inf, blocks;
+};
+
+// A chunk's pass-1 results and its pass-2 sum of squared deviations.
+struct Partial {
+  Acc acc;
+  double sumsq;
 };
 
 struct AccCombine {
@@ -196,20 +196,7 @@ __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const 
   }
   if (j.scale_block > 0 && begin < end) scale_blocks(j, begin, end, a);
   a = Reduce(tmp.acc).Reduce(a, AccCombine());
-  if (threadIdx.x == 0) {
-    Partial& p = partials[c];
-    p.sum = a.sum;
-    p.abssum = a.abssum;
-    p.lo = a.lo;
-    p.hi = a.hi;
-    p.finite = a.finite;
-    p.nan = a.nan;
-    p.inf = a.inf;
-    p.d_min = a.d_min;
-    p.d_max = a.d_max;
-    p.d_sum = a.d_sum;
-    p.blocks = a.blocks;
-  }
+  if (threadIdx.x == 0) partials[c].acc = a;
   __syncthreads();
   if (j.k > 0) block_topk<CandReduce>(top, tmp.cand, &best, candidates + static_cast<int64_t>(c) * kMaxK);
 }
@@ -229,8 +216,7 @@ __global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, co
   top.init(j.k);
   for (int i = threadIdx.x; i < j.n_chunks; i += kThreads) {
     const int c = j.first_chunk + i;
-    const Partial& p = partials[c];
-    a = AccCombine()(a, Acc{p.sum, p.abssum, p.d_min, p.d_max, p.d_sum, p.lo, p.hi, p.finite, p.nan, p.inf, p.blocks});
+    a = AccCombine()(a, partials[c].acc);
     for (int r = 0; r < j.k; ++r) {
       const Candidate& x = candidates[static_cast<int64_t>(c) * kMaxK + r];
       if (x.key >= 0) top.offer(x);
@@ -445,10 +431,9 @@ TensorSummary DeviceSummaries::read(int slot, size_t i) const {
     const bool any_finite = h.finite > 0;
     out.hist.lo = any_finite ? h.min : 0;
     out.hist.hi = any_finite ? h.max : 0;
-    out.hist.counts.resize(static_cast<size_t>(spec_.hist_bins));
-    std::vector<unsigned long long> counts(out.hist.counts.size());
-    std::memcpy(counts.data(), rec + sizeof(Head), counts.size() * sizeof(unsigned long long));
-    for (size_t b = 0; b < counts.size(); ++b) out.hist.counts[b] = static_cast<int64_t>(counts[b]);
+    out.hist.counts.resize(static_cast<size_t>(spec_.hist_bins));  // counts < 2^63: same bits as uint64
+    static_assert(sizeof(int64_t) == sizeof(unsigned long long));
+    std::memcpy(out.hist.counts.data(), rec + sizeof(Head), out.hist.counts.size() * sizeof(int64_t));
     out.hist.underflow = h.underflow;
     out.hist.overflow = h.overflow;
   }

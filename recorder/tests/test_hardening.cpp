@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "checked_trace.h"
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
+#include "gzip_compress.h"
 #include "json_read.h"
 #include "mutation_base.h"
 #include "output_file.h"
@@ -62,20 +62,7 @@ Exec sh(const std::string& dir, const std::string& cmd, const std::string& stdou
 
 const std::string kTool = MINFER_TRACE_TOOL;
 
-std::string gzip_bytes(const std::string& raw) {
-  uLongf n = compressBound(static_cast<uLong>(raw.size())) + 64;
-  std::string out(n, '\0');
-  z_stream zs{};
-  deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
-  zs.avail_in = static_cast<uInt>(raw.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+std::string gzip_bytes(const std::string& raw) { return minfer::trace::gzip_compress(raw, 9); }
 
 void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;

@@ -4,8 +4,6 @@
 // byte-level damage of the text (flipped bytes, cuts, inserted garbage), sometimes gzipped and
 // then cut, flipped or followed by garbage. The same seed gives the same mutant.
 #pragma once
-#include <zlib.h>
-
 #include <cctype>
 #include <cstdint>
 #include <random>
@@ -13,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "gzip_compress.h"
 
 namespace minfer::trace::testing {
 
@@ -59,19 +59,7 @@ class TraceMutator {
  private:
   static uint64_t pick(std::mt19937_64& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
 
-  static std::string gzip(const std::string& raw) {
-    z_stream zs{};
-    deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&zs, raw.size()) + 64, '\0');
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
-    zs.avail_in = static_cast<uInt>(raw.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = static_cast<uInt>(out.size());
-    deflate(&zs, Z_FINISH);
-    out.resize(zs.total_out);
-    deflateEnd(&zs);
-    return out;
-  }
+  static std::string gzip(const std::string& raw) { return minfer::trace::gzip_compress(raw, 1); }
 
   // A random value inside doc (a random walk that may stop at any depth), with its parent.
   struct Spot {
