@@ -7,7 +7,7 @@
 
 #include "exec/tensor_compare.h"
 #include "logits_compare.h"
-#include "logits_summary.h"
+#include "exec/logits_summary.h"
 
 namespace minfer::trace {
 

@@ -14,7 +14,7 @@
 #include "graph_json.h"
 #include "json_out.h"
 #include "logits_compare.h"
-#include "logits_summary.h"
+#include "exec/logits_summary.h"
 #include "selection.h"
 #include "step_pipeline.h"
 #include "trace_file.h"
@@ -121,6 +121,7 @@ struct NodeData {
 // are reused by the next step).
 struct LogitsData {
   std::vector<float> logits, sampled;  // sampled: the penalized logits, when known
+  std::optional<LogitsSummary> summary;  // computed by the backend: `logits` stays empty
   int32_t chosen = -1;
   float temperature = 0, repeat_penalty = 1;
   bool has_sampled = false;
@@ -270,7 +271,7 @@ struct Recorder::Impl {
     graph = &g;
     graph_id = graph_id_of(g);
     step_selected = step_filter.contains(s.step);
-    step_start = Clock::now();
+    step_start = s.launched != Clock::time_point{} ? s.launched : Clock::now();
     step = StepData{};
     step.graph_id = graph_id;
     step.selected = step_selected;
@@ -335,15 +336,25 @@ struct Recorder::Impl {
 
   void on_logits(const StepLogits& l) {
     Stopwatch sw{run_thread_ms};
-    step.logits = copy_logits(l.logits, l.n_vocab, l.chosen, l.sampled);
+    if (l.summary) {  // greedy from the logits as they are: the sampled distribution is the same
+      LogitsData d;
+      d.summary = *l.summary;
+      d.chosen = l.chosen;
+      d.temperature = l.sampled.temperature;
+      d.repeat_penalty = l.sampled.repeat_penalty;
+      d.has_sampled = d.sampled_is_raw = true;
+      step.logits = std::move(d);
+    } else {
+      step.logits = copy_logits(l.logits, l.n_vocab, l.chosen, l.sampled);
+    }
     if (l.ref_logits) step.ref_logits = copy_logits(l.ref_logits, l.n_vocab, l.ref_chosen, l.ref_sampled);
   }
 
   // A Logits object; `sampled` when the sampler's logits are known.
   std::string logits_json(const LogitsData& d) const {
-    const int64_t n_vocab = static_cast<int64_t>(d.logits.size());
+    const int64_t n_vocab = d.summary ? d.summary->n_vocab : static_cast<int64_t>(d.logits.size());
     const int32_t chosen = d.chosen;
-    const LogitsSummary ls = summarize_logits(d.logits.data(), n_vocab, chosen, opts.top_k);
+    const LogitsSummary ls = d.summary ? *d.summary : summarize_logits(d.logits.data(), n_vocab, chosen, opts.top_k);
     std::string o = "{\"n_vocab\":";
     append_int(o, ls.n_vocab);
     o += ",\"nonfinite\":";
@@ -377,6 +388,7 @@ struct Recorder::Impl {
       if (d.sampled_is_raw && t == 1.0f) {
         append_sampled(o, ls, d.temperature, d.repeat_penalty);
       } else {
+        if (d.summary) fail("recorder: a backend's logits summary stands for a draw at temperature ", t);
         std::vector<float> scaled = d.sampled_is_raw ? d.logits : d.sampled;
         for (float& v : scaled) v /= t;
         append_sampled(o, summarize_logits(scaled.data(), n_vocab, chosen, opts.top_k), d.temperature, d.repeat_penalty);
@@ -486,7 +498,7 @@ void Recorder::on_step_begin(const Graph& g, const StepInfo& s) {
 }
 
 bool Recorder::wants(const Node& n) const {
-  return impl_ && impl_->step_selected && impl_->node_filter.matches(n.name);
+  return impl_ && impl_->node_filter.matches(n.name);
 }
 
 void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) {
@@ -518,10 +530,11 @@ void Recorder::on_step_end(const StepInfo& s, double seconds) {
 StepRecording Recorder::recording(const StepInfo& s) const {
   StepRecording r;
   if (!impl_) return r;
-  r.summaries = impl_->step_selected;
+  r.nodes = r.summaries = impl_->step_filter.contains(s.step);
   r.spec = impl_->spec;
   r.kernels = impl_->kernel_filter.contains(s.step);
   r.outliers = impl_->opts.outliers;
+  r.logits_top_k = impl_->opts.top_k;
   return r;
 }
 

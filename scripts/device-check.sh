@@ -118,10 +118,10 @@ if has bench; then
 import json, sys
 j = json.load(open(sys.argv[1])); j["tag"] = sys.argv[2]
 open(sys.argv[3], "a").write(json.dumps(j) + "\n")
-print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %d kernels/token, %.2f us each | mem %.0f MiB" % (
+print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %d kernels/token, %.2f us each | mem %.0f MiB, device in use %.0f MiB" % (
     sys.argv[2], j["pp"]["tokens"], j["pp"]["median_tok_s"], j["tg"]["tokens"], j["tg"].get("depth", 0),
     j["tg"]["median_tok_s"], j.get("decode_kernels_per_token", 0), j.get("us_per_decode_kernel", 0),
-    j["backend_memory_bytes"]["total"] / 1048576))
+    j["backend_memory_bytes"]["total"] / 1048576, j["backend_memory_bytes"].get("device_in_use", 0) / 1048576))
 PY
   }
   for w in q4_0 q8_0 q4_k_m; do

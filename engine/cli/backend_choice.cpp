@@ -38,18 +38,31 @@ void announce(const Backend& b, const std::string& choice, bool quiet) {
 
 }  // namespace
 
+bool is_memory_measurement(const std::string& what) { return what == "device_in_use"; }
+
+int64_t memory_categories_total(const MemoryReport& m) {
+  int64_t total = 0;
+  for (const auto& [what, bytes] : m)
+    if (!is_memory_measurement(what)) total += bytes;
+  return total;
+}
+
 void print_backend_memory(const Backend& b, const char* when) {
   const MemoryReport mem = b.memory();
   if (mem.empty()) return;
-  int64_t total = 0;
-  std::string parts;
+  std::string parts, measured;
   for (const auto& [what, bytes] : mem) {
-    total += bytes;
     char buf[96];
+    if (is_memory_measurement(what)) {
+      std::snprintf(buf, sizeof buf, "; %s %.1f MiB", what == "device_in_use" ? "device in use" : what.c_str(), bytes / 1048576.0);
+      measured += buf;
+      continue;
+    }
     std::snprintf(buf, sizeof buf, "%s%s %.1f MiB", parts.empty() ? "" : ", ", what.c_str(), bytes / 1048576.0);
     parts += buf;
   }
-  std::fprintf(stderr, "gpu memory %s: %.1f MiB (%s)\n", when, total / 1048576.0, parts.c_str());
+  std::fprintf(stderr, "gpu memory %s: %.1f MiB (%s)%s\n", when, memory_categories_total(mem) / 1048576.0, parts.c_str(),
+               measured.c_str());
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,

@@ -16,9 +16,15 @@ std::string parse_backend_flag(const std::string& value);
 // without the CUDA toolkit, is an Error saying why (never a silent CPU run). Prints the choice
 // and, for cuda, the GPU memory it holds to stderr unless quiet. pool: the CPU backend's threads
 // (the global pool when null).
-// "gpu memory: 330.3 MiB (weights 265.5 MiB, ...)" on stderr; nothing for a backend that
-// reports no device memory (cpu).
+// "gpu memory: 330.3 MiB (weights 265.5 MiB, ...); device in use 820.0 MiB" on stderr: the sum
+// of the backend's categories, then its driver measurement when it has one; nothing for a
+// backend that reports no device memory (cpu).
 void print_backend_memory(const Backend& b, const char* when);
+// A MemoryReport entry that is a measurement of the whole device ("device_in_use": total - free
+// from the driver, CUDA context and other processes included), not a category of what the
+// backend allocated: it is never added into the categories' sum.
+bool is_memory_measurement(const std::string& what);
+int64_t memory_categories_total(const MemoryReport& m);  // the sum of the categories only
 
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       ThreadPool* pool = nullptr, bool quiet = false);

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 #include "cuda/get_rows.h"
 #include "cuda/kernel_profiler.h"
 #include "cuda/kv_cache.h"
+#include "cuda/logits_summary.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
@@ -30,6 +32,7 @@
 #include "cuda/rope_kv.h"
 #include "cuda/step_fusion.h"
 #include "cuda/summarize.h"
+#include "exec/buffer_plan.h"
 
 namespace minfer {
 namespace {
@@ -44,9 +47,9 @@ bool env_is(const char* name, const char* value) {
 // The summaries a step computed on the device (inside its CUDA graph when it has one).
 struct StepSummaries {
   std::unique_ptr<cuda::DeviceSummaries> ds;
-  std::vector<int> index;  // per node id: its tensor in ds, -1 when not summarised
-  int slot = 0;            // host slot of the last step (alternates, see DeviceSummaries)
-  bool live = false;       // the last step computed them
+  std::vector<int> index;        // per node id: its tensor in ds, -1 when not summarised
+  std::array<bool, 2> live{};    // host slot s holds the summaries of the step launched into it
+  int read_slot = 0;             // the slot output() reads (Impl::reading)
 };
 
 // A node's output in device memory. Its summary comes from the step's device summaries when the
@@ -57,19 +60,19 @@ class DeviceOutput final : public NodeOutput {
       : d_(d), rows_(rows), cols_(cols), s_(s), sums_(sums), id_(id) {}
   TensorSummary summarize(const SummarySpec& spec) const override {
     const int i = device_index();
-    if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->slot, static_cast<size_t>(i));
+    if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->read_slot, static_cast<size_t>(i));
     std::vector<float> h = to_host();
     return summarize_host(h.data(), rows_, cols_, spec);
   }
   std::vector<Outlier> outliers(int k, const NodeOutput* ref) const override {
     const int i = device_index();
-    if (i >= 0 && !ref && sums_->ds->outliers() == k) return sums_->ds->read_outliers(sums_->slot, static_cast<size_t>(i));
+    if (i >= 0 && !ref && sums_->ds->outliers() == k) return sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
     return NodeOutput::outliers(k, ref);
   }
   BlockScales block_scales(int64_t cols, int block) const override {
     const int i = device_index();
     if (i >= 0 && cols == cols_ && sums_->ds->scale_block(static_cast<size_t>(i)) == block)
-      return sums_->ds->read_scales(sums_->slot, static_cast<size_t>(i));
+      return sums_->ds->read_scales(sums_->read_slot, static_cast<size_t>(i));
     return NodeOutput::block_scales(cols, block);
   }
   std::vector<float> to_host() const override {
@@ -86,18 +89,24 @@ class DeviceOutput final : public NodeOutput {
   const StepSummaries* sums_;
   int id_;
 
-  // This tensor's place in the last step's device summaries; -1 when it has none.
+  // This tensor's place in the read step's device summaries; -1 when it has none.
   int device_index() const {
     const StepSummaries& ss = *sums_;
-    return ss.live && ss.ds ? ss.index[static_cast<size_t>(id_)] : -1;
+    return ss.live[static_cast<size_t>(ss.read_slot)] && ss.ds ? ss.index[static_cast<size_t>(id_)] : -1;
   }
 };
 
 // Everything one graph shape needs on the device: a buffer per node output, the step's inputs,
 // scratch for the matmuls and attention, and (decode) the captured CUDA graph.
+// A shared-arena plan (an untraced prefill: nobody reads its node outputs after the step) puts
+// every node output but the last node's (the logits) into one arena at offsets from
+// plan_buffers (exec/buffer_plan.h): outputs whose lifetimes do not overlap share bytes. Only the
+// last node keeps a buffer and a DeviceOutput of its own; output() is null for the others.
 struct StepPlan {
-  std::vector<DeviceBuffer> out;                       // per node id (empty: no output)
-  std::vector<std::unique_ptr<DeviceOutput>> outputs;  // per node id
+  std::vector<DeviceBuffer> out;                       // per node id: its own buffer (empty: none)
+  std::vector<float*> ptr;                             // per node id: its output (own buffer or arena)
+  DeviceBuffer arena;                                  // shared-arena plans: the reused node outputs
+  std::vector<std::unique_ptr<DeviceOutput>> outputs;  // per node id (null: not readable after the step)
   DeviceBuffer tokens, positions;                      // int32 [n_tokens], device
   int32_t* host_inputs = nullptr;                      // pinned staging: tokens then positions
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
@@ -108,14 +117,26 @@ struct StepPlan {
   cuda::StepFusion fusion;                             // node groups run by one fused kernel
   StepSummaries summaries;                             // traced steps: node summaries on the device
   std::vector<int> act_block;                          // per node id: Impl::activation_block
-  cudaGraphExec_t exec = nullptr;                      // decode: the step as captured
-  cudaGraphExec_t exec_traced = nullptr;               // decode: the step + its summary kernels
-  cuda::CaptureMap capture, capture_traced;            // which node launched each captured kernel
+  // Decode: the step as captured, per recording variant (bit 0: node summaries, bit 1: logits
+  // summary), with which node launched each captured kernel.
+  struct Captured {
+    cudaGraphExec_t exec = nullptr;
+    cuda::CaptureMap map;
+  };
+  std::array<Captured, 4> graphs;
+  std::unique_ptr<cuda::DeviceLogitsSummary> logits_summary;  // recorded steps: top-k, entropy
+  std::array<bool, 2> logits_live{};                          // per host slot, as StepSummaries
   size_t bytes = 0;
 
+  void drop_graphs(unsigned with_bit) {  // the variants that include `with_bit` (0: all)
+    for (unsigned v = 0; v < graphs.size(); ++v)
+      if ((with_bit == 0 || (v & with_bit)) && graphs[v].exec) {
+        cudaGraphExecDestroy(graphs[v].exec);
+        graphs[v] = Captured{};
+      }
+  }
   ~StepPlan() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (exec_traced) cudaGraphExecDestroy(exec_traced);
+    drop_graphs(0);
     if (host_argmax) cudaFreeHost(host_argmax);
     if (host_inputs) cudaFreeHost(host_inputs);
   }
@@ -144,36 +165,51 @@ struct CudaBackend::Impl {
   int64_t decode_graph_nodes = 0;  // kernels (and copies) in the captured decode step
   float* host_logits = nullptr;  // pinned
   int64_t host_logits_n = 0;
-  // Recording of the step in flight (set_recording); none when no observer records it.
+  // Recording of the next step to launch (set_recording); none when no observer records it.
   StepRecording rec;
   const Observer* rec_observer = nullptr;
-  bool profiling = false;                    // CUPTI collects this step
-  const cuda::CaptureMap* step_capture = nullptr;  // the replayed graph's map, null when eager
-  cudaEvent_t ev_begin = nullptr, ev_end = nullptr;
-  double host_ms = -1;
+  bool profiling = false;                    // CUPTI collects the last launched step
+  // Launched steps alternate between two slots (host copies of their summaries, their events),
+  // so step N stays readable while N+1 runs: `cur` is the last launched, `reading` the one
+  // output(), gpu_time() and read_logits_summary() read (read_previous_step).
+  struct Slot {
+    StepPlan* plan = nullptr;
+    StepRecording rec;
+    bool logits_summary = false;                // the step computed its logits summary
+    const cuda::CaptureMap* capture = nullptr;  // the replayed graph's map, null when eager
+    cudaEvent_t ev_begin = nullptr, ev_end = nullptr;
+    double host_ms = -1;
+  };
+  std::array<Slot, 2> slots;
+  int cur = 0, reading = 0;
 
   Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
         fusion(cuda::step_fusion_enabled()) {}
   ~Impl() {
     plans.clear();
-    if (ev_begin) cudaEventDestroy(ev_begin);
-    if (ev_end) cudaEventDestroy(ev_end);
+    for (Slot& sl : slots) {
+      if (sl.ev_begin) cudaEventDestroy(sl.ev_begin);
+      if (sl.ev_end) cudaEventDestroy(sl.ev_end);
+    }
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
   }
 
   void check_weight_types() const;
-  StepPlan& plan_for(const Graph& g);
+  StepPlan& plan_for(const Graph& g, bool shared = false);
+  bool outputs_private(const Graph& g) const;
   void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
   void prepare_summaries(const Graph& g, StepPlan& p);
   void enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap);
-  cudaGraphExec_t capture(const Graph& g, StepPlan& p, bool traced, bool with_map, cuda::CaptureMap& map);
+  bool prepare_logits_summary(const Graph& g, StepPlan& p);
+  void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
+  cudaGraphExec_t capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map);
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
   int activation_block(const Node& n) const;
-  static float* out(StepPlan& p, int id) { return p.out[static_cast<size_t>(id)].as<float>(); }
+  static float* out(StepPlan& p, int id) { return p.ptr[static_cast<size_t>(id)]; }
   static const float* input(const Graph& g, const Node& n, size_t i, StepPlan& p) {
     const Node& s = g.node(n.src.at(i));
     if (!s.has_output) fail("node '", n.name, "' reads '", s.name, "', which has no output buffer");
@@ -234,10 +270,17 @@ void CudaBackend::reserve_context(int64_t n_ctx) {
   // Captured graphs hold the old cache pointers and a split-KV grid sized for the old context.
   d.plans.clear();
   d.last = nullptr;
+  for (auto& sl : d.slots) sl.plan = nullptr;
 }
 
-StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
-  const std::string key = plan_key(g);
+// Node outputs nobody reads after the step: a prefill that no observer records (the executor
+// calls set_recording only when it has an observer). Such a step may use a shared arena.
+bool CudaBackend::Impl::outputs_private(const Graph& g) const {
+  return g.phase == Phase::Prefill && rec_observer == nullptr;
+}
+
+StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
+  const std::string key = plan_key(g) + (shared ? "/shared" : "");
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
   if (g.phase == Phase::Prefill)  // one prefill shape at a time: prompt lengths vary, memory does not grow
@@ -246,21 +289,52 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
   auto plan = std::make_unique<StepPlan>();
   StepPlan& p = *plan;
   p.out.resize(g.nodes.size());
+  p.ptr.assign(g.nodes.size(), nullptr);
   p.outputs.resize(g.nodes.size());
+  // Fusion first: a fused group reads its inputs and writes every member's output in the launch
+  // of its last node, which is where the arena's lifetimes are measured.
+  if (fusion)
+    p.fusion = cuda::plan_step_fusion(g, [this](const Node& n) { return fusable_matvec(n); });
+  const int last_id = g.nodes.back().id;
+  BufferPlan arena;
+  if (shared) {
+    BufferPlanOptions o;
+    o.live_to_end = {last_id};  // the logits: read_logits / the argmax read them after the step
+    o.external = {last_id};     // ... from a buffer of their own
+    o.position.resize(g.nodes.size());
+    for (const Node& n : g.nodes) {
+      const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
+      o.position[static_cast<size_t>(n.id)] = gi < 0 ? n.id : p.fusion.groups[static_cast<size_t>(gi)].last;
+    }
+    arena = plan_buffers(g, o);
+    if (const std::string why = check_buffer_plan(g, arena); !why.empty()) fail("cuda: activation arena plan: ", why);
+    p.arena.alloc(arena.arena_bytes, "the shared activation arena of a " + std::to_string(g.n_tokens) + "-token prefill");
+    p.bytes += p.arena.bytes();
+  }
   int64_t widest_q8 = 0, widest_half = 0;
   for (const Node& n : g.nodes) {
     if (!n.executed()) continue;
-    if (n.has_output && n.dtype == DType::F32) {
-      const size_t bytes = static_cast<size_t>(n.rows() * n.cols()) * sizeof(float);
-      p.out[static_cast<size_t>(n.id)].alloc(bytes, "the output of node '" + n.name + "'");
-      p.bytes += bytes;
-      p.outputs[static_cast<size_t>(n.id)] = std::make_unique<DeviceOutput>(
-          p.out[static_cast<size_t>(n.id)].as<float>(), n.rows(), n.cols(), stream, &p.summaries, n.id);
+    const size_t i = static_cast<size_t>(n.id);
+    if (has_output_buffer(n)) {
+      if (shared && n.id != last_id) {
+        p.ptr[i] = reinterpret_cast<float*>(p.arena.as<uint8_t>() + arena.offset[i]);
+      } else {
+        const size_t bytes = output_buffer_bytes(n);
+        p.out[i].alloc(bytes, "the output of node '" + n.name + "'");
+        p.ptr[i] = p.out[i].as<float>();
+        p.bytes += bytes;
+        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), stream, &p.summaries, n.id);
+      }
     }
+    // Matmul scratch, only where a kernel reads it (Impl::matmul): Q8_1 activations for quantized
+    // weights on matvecs and mmq, f16/bf16 activations for cuBLAS on f16/bf16 (or W16) weights.
     if (n.op == Op::MatMul || n.op == Op::Logits) {
       const int64_t n_in = g.node(n.src[0]).cols();
-      widest_q8 = std::max(widest_q8, n.rows() * n_in / 32 * 36);  // BlockQ8_1: 36 bytes per 32
-      widest_half = std::max(widest_half, n.rows() * n_in * 2);
+      const WeightType t = weights->get(n.weight).type;
+      if (is_quantized(t) && (n.rows() == 1 || path == MatmulPath::MMQ))
+        widest_q8 = std::max(widest_q8, n.rows() * n_in / 32 * 36);  // BlockQ8_1: 36 bytes per 32
+      if (n.rows() > 1 && (is_quantized(t) ? path == MatmulPath::Float : t != WeightType::F32))
+        widest_half = std::max(widest_half, n.rows() * n_in * 2);
     }
   }
   p.act_q8.alloc(static_cast<size_t>(widest_q8), "quantized activations (Q8_1)");
@@ -271,11 +345,13 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g) {
   p.argmax.alloc(sizeof(int32_t), "the greedy token");
   CUDA_CHECK(cudaMallocHost(&p.host_argmax, sizeof(int32_t)));
   const HParams& h = m.hp;
-  p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
-                       "split-KV attention scratch");
+  // Split-KV partials: only one-row attention (decode, a one-token prefill) uses them.
+  const bool split_kv = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                    [](const Node& n) { return n.executed() && n.op == Op::Attention && n.rows() == 1; });
+  if (split_kv)
+    p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
+                         "split-KV attention scratch");
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
-  if (fusion)
-    p.fusion = cuda::plan_step_fusion(g, [this](const Node& n) { return fusable_matvec(n); });
   p.act_block.resize(g.nodes.size());
   for (const Node& n : g.nodes) p.act_block[static_cast<size_t>(n.id)] = activation_block(n);
   auto& slot = plans[key];
@@ -487,8 +563,32 @@ void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
   if (ss.ds && ss.ds->spec() == rec.spec && ss.ds->outliers() == k && ss.index == index) return;
   ss.ds = std::make_unique<cuda::DeviceSummaries>(tensors, rec.spec, k);
   ss.index = std::move(index);
-  if (p.exec_traced) cudaGraphExecDestroy(p.exec_traced);
-  p.exec_traced = nullptr;
+  ss.live = {};
+  p.drop_graphs(1);
+}
+
+// The device logits summary when the observer asks for one the kernels can give; rebuilt (and
+// the graphs with it recaptured) only when k changes. False: the host summarises the row.
+bool CudaBackend::Impl::prepare_logits_summary(const Graph& g, StepPlan& p) {
+  const Node& last = g.nodes.back();
+  const int k = rec.logits_top_k;
+  if (!rec_observer || last.op != Op::Logits || k < 1 || k > cuda::DeviceLogitsSummary::kMaxTopK || k > last.cols())
+    return false;
+  if (p.logits_summary && p.logits_summary->k() == k && p.logits_summary->n() == last.cols()) return true;
+  p.logits_summary = std::make_unique<cuda::DeviceLogitsSummary>(last.cols(), k);
+  p.logits_live = {};
+  p.drop_graphs(2);
+  return true;
+}
+
+// After the greedy argmax: the logits row's summary, with the argmax as the chosen token.
+void CudaBackend::Impl::enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap) {
+  const Node& last = g.nodes.back();
+  {
+    cuda::KernelProfiler::NodeScope scope(profiling && !cap, cuda::KernelProfiler::kRecorderScope);
+    p.logits_summary->enqueue(out(p, last.id) + (last.rows() - 1) * last.cols(), p.argmax.as<int32_t>(), stream);
+  }
+  if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
 }
 
 void CudaBackend::Impl::enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap) {
@@ -499,13 +599,14 @@ void CudaBackend::Impl::enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* ca
   if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
 }
 
-cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, bool traced, bool with_map, cuda::CaptureMap& map) {
+cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map) {
   cudaGraph_t graph = nullptr;
   cuda::CaptureRecorder cap(stream);
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
     enqueue(g, p, &cap);
-    if (traced) enqueue_summaries(p, &cap);
+    if (variant & 2) enqueue_logits_summary(g, p, &cap);
+    if (variant & 1) enqueue_summaries(p, &cap);
   } catch (...) {
     cudaStreamEndCapture(stream, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -513,7 +614,7 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, bool tra
   }
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
-  if (!traced) {
+  if (variant == 0) {
     size_t n_nodes = 0;
     cudaGraphGetNodes(graph, nullptr, &n_nodes);
     decode_graph_nodes = static_cast<int64_t>(n_nodes);
@@ -533,7 +634,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     fail("positions up to ", s.pos0 + g.n_tokens, " exceed the reserved context of ", d.n_ctx, " tokens");
   for (int32_t t : s.tokens)
     if (t < 0 || t >= d.m.hp.n_vocab) fail("token id ", t, " is outside the vocabulary [0, ", d.m.hp.n_vocab, ")");
-  StepPlan& p = d.plan_for(g);
+  StepPlan& p = d.plan_for(g, d.outputs_private(g));
   // The staging buffer is rewritten below: the previous step's copy out of it must be done.
   cuda::sync_bounded(d.stream, "the previous step");
   const size_t nt = static_cast<size_t>(g.n_tokens);
@@ -544,63 +645,92 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   const bool recording = d.rec.summaries || d.rec.kernels;
   const bool summaries = d.rec.summaries && d.rec_observer;
   if (summaries) d.prepare_summaries(g, p);
-  p.summaries.live = false;
+  const bool logits_summary = d.prepare_logits_summary(g, p);
+  const unsigned variant = (summaries ? 1u : 0u) | (logits_summary ? 2u : 0u);
+  d.cur ^= 1;
+  d.reading = d.cur;
+  Impl::Slot& sl = d.slots[static_cast<size_t>(d.cur)];
+  sl.plan = &p;
+  sl.rec = d.rec;
+  sl.logits_summary = logits_summary;
+  sl.capture = nullptr;
+  if (recording && !sl.ev_begin) {
+    CUDA_CHECK(cudaEventCreate(&sl.ev_begin));
+    CUDA_CHECK(cudaEventCreate(&sl.ev_end));
+  }
   const bool graph = g.phase == Phase::Decode && d.graphs;
   // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
   d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
-    cudaGraphExec_t& exec = summaries ? p.exec_traced : p.exec;
-    cuda::CaptureMap& map = summaries ? p.capture_traced : p.capture;
-    if (exec && d.profiling && !map.built) {  // captured while kernels were not recorded: again, with the map
-      cudaGraphExecDestroy(exec);
-      exec = nullptr;
+    StepPlan::Captured& c = p.graphs[variant];
+    if (c.exec && d.profiling && !c.map.built) {  // captured while kernels were not recorded: again, with the map
+      cudaGraphExecDestroy(c.exec);
+      c.exec = nullptr;
     }
-    if (!exec) exec = d.capture(g, p, summaries, d.profiling, map);
+    if (!c.exec) c.exec = d.capture(g, p, variant, d.profiling, c.map);
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (d.profiling) cuda::KernelProfiler::get().begin_step();
-  if (recording) CUDA_CHECK(cudaEventRecord(d.ev_begin, d.stream));
+  if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   d.last = &p;
-  d.step_capture = nullptr;
   if (!graph) {
     d.enqueue(g, p, nullptr);
+    if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
     if (summaries) d.enqueue_summaries(p, nullptr);
   } else {
-    CUDA_CHECK(cudaGraphLaunch(summaries ? p.exec_traced : p.exec, d.stream));
-    d.step_capture = summaries ? &p.capture_traced : &p.capture;
+    CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
+    sl.capture = &p.graphs[variant].map;
   }
-  if (recording) CUDA_CHECK(cudaEventRecord(d.ev_end, d.stream));
-  if (summaries) {  // into the other host slot: the previous step's may still be read
-    p.summaries.slot ^= 1;
-    p.summaries.ds->copy_to_host(d.stream, p.summaries.slot);
-    p.summaries.live = true;
-  }
-  d.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_end, d.stream));
+  // Into this step's host slot: the previous step's stays readable while this one runs.
+  const size_t slot = static_cast<size_t>(d.cur);
+  if (summaries) p.summaries.ds->copy_to_host(d.stream, d.cur);
+  p.summaries.live[slot] = summaries;
+  p.summaries.read_slot = d.cur;
+  if (logits_summary) p.logits_summary->copy_to_host(d.stream, d.cur);
+  p.logits_live[slot] = logits_summary;
+  sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void CudaBackend::set_recording(const StepRecording& r, const Observer& o) {
+  impl_->rec = r;
+  impl_->rec_observer = &o;
+}
+
+bool CudaBackend::keeps_step_results(const StepRecording& r) const {
+  // Node summaries, outliers and block scales live in the host slots when the device computed
+  // them all; CUPTI records belong to the last launched step only; the logits summary must be
+  // the device's (else the row would be read, and the next step overwrites it).
+  const bool nodes = !r.nodes || (r.summaries && r.outliers <= cuda::DeviceSummaries::kMaxOutliers);
+  const bool logits = r.logits_top_k >= 1 && r.logits_top_k <= cuda::DeviceLogitsSummary::kMaxTopK &&
+                      r.logits_top_k <= impl_->m.hp.n_vocab;
+  return nodes && logits && !r.kernels;
+}
+
+void CudaBackend::read_previous_step() {
   Impl& d = *impl_;
-  d.rec = r;
-  d.rec_observer = &o;
-  if ((r.summaries || r.kernels) && !d.ev_begin) {
-    CUDA_CHECK(cudaEventCreate(&d.ev_begin));
-    CUDA_CHECK(cudaEventCreate(&d.ev_end));
-  }
+  d.reading = d.cur ^ 1;
+  Impl::Slot& sl = d.slots[static_cast<size_t>(d.reading)];
+  const bool held = std::any_of(d.plans.begin(), d.plans.end(), [&](const auto& kv) { return kv.second.get() == sl.plan; });
+  if (!sl.plan || !held) fail("read_previous_step: the previous step's plan is gone (a new prompt or context)");
+  sl.plan->summaries.read_slot = d.reading;
 }
 
 StepGpuTime CudaBackend::gpu_time() {
   Impl& d = *impl_;
-  if (!(d.rec.summaries || d.rec.kernels) || !d.last) return {};
-  cuda::event_sync_bounded(d.ev_end, "the recorded step");
+  const Impl::Slot& sl = d.slots[static_cast<size_t>(d.reading)];
+  if (!(sl.rec.summaries || sl.rec.kernels) || !sl.plan) return {};
+  cuda::event_sync_bounded(sl.ev_end, "the recorded step");
   StepGpuTime t;
-  if (d.rec.kernels) {
+  if (sl.rec.kernels) {
+    if (d.reading != d.cur) fail("gpu_time: kernel records exist for the last launched step only");
     cuda::KernelProfiler& prof = cuda::KernelProfiler::get();
-    t = d.profiling ? prof.end_step(d.stream, d.step_capture) : StepGpuTime{};
+    t = d.profiling ? prof.end_step(d.stream, sl.capture) : StepGpuTime{};
     if (!d.profiling) t.note = "cupti unavailable: " + prof.reason();
     d.profiling = false;
-    const cuda::StepFusion& f = d.last->fusion;
+    const cuda::StepFusion& f = sl.plan->fusion;
     for (KernelRecord& k : t.kernels) {  // a fused kernel computes every node of its group
       if (k.node < 0 || f.group_of.empty()) continue;
       const int gi = f.group_of[static_cast<size_t>(k.node)];
@@ -610,10 +740,10 @@ StepGpuTime CudaBackend::gpu_time() {
     t.note = "cupti: kernels not recorded on this step";
   }
   float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, d.ev_begin, d.ev_end));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, sl.ev_begin, sl.ev_end));
   t.event_ms = ms;
   if (t.gpu_ms < 0) t.gpu_ms = ms;
-  t.host_ms = d.host_ms;
+  t.host_ms = sl.host_ms;
   return t;
 }
 
@@ -623,7 +753,7 @@ std::string CudaBackend::kernel_records_unavailable() const {
 }
 
 const NodeOutput* CudaBackend::output(const Node& n) const {
-  const StepPlan* p = impl_->last;
+  const StepPlan* p = impl_->slots[static_cast<size_t>(impl_->reading)].plan;
   if (!p || static_cast<size_t>(n.id) >= p->outputs.size()) return nullptr;
   return p->outputs[static_cast<size_t>(n.id)].get();
 }
@@ -645,6 +775,13 @@ void CudaBackend::read_logits(const Graph& g, std::vector<float>& out) {
   out.assign(d.host_logits, d.host_logits + cols);
 }
 
+std::optional<LogitsSummary> CudaBackend::read_logits_summary(const Graph& g) {
+  Impl& d = *impl_;
+  const Impl::Slot& sl = d.slots[static_cast<size_t>(d.reading)];
+  if (!sl.plan || !sl.logits_summary || g.nodes.back().op != Op::Logits) return std::nullopt;
+  return sl.plan->logits_summary->read(d.reading);
+}
+
 int32_t CudaBackend::read_greedy_token(const Graph& g) {
   Impl& d = *impl_;
   if (!d.last || g.nodes.back().op != Op::Logits) fail("read_greedy_token: no step with logits has run");
@@ -660,12 +797,18 @@ MemoryReport CudaBackend::memory() const {
   int64_t kv = 0;
   for (const auto& b : d.k_cache) kv += static_cast<int64_t>(b.bytes());
   for (const auto& b : d.v_cache) kv += static_cast<int64_t>(b.bytes());
-  const int64_t act = d.peak_plan_bytes;  // node outputs and scratch: the peak so far
-  return {{"weights", static_cast<int64_t>(d.weights->weight_bytes())},
-          {"w16_cache", static_cast<int64_t>(d.weights->w16_bytes())},
-          {"kv_cache", kv},
-          {"activations", act},
-          {"cublas_workspace", static_cast<int64_t>(d.cublas_workspace.bytes())}};
+  const int64_t act = d.peak_plan_bytes;  // node outputs (or arena) and scratch: the peak so far
+  MemoryReport r = {{"weights", static_cast<int64_t>(d.weights->weight_bytes())},
+                    {"w16_cache", static_cast<int64_t>(d.weights->w16_bytes())},
+                    {"kv_cache", kv},
+                    {"activations", act},
+                    {"cublas_workspace", static_cast<int64_t>(d.cublas_workspace.bytes())}};
+  // Measured, not a category (not part of their sum, see is_memory_measurement): what the driver
+  // says is in use on the device now, the CUDA context, cuBLAS and other processes included.
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) r.emplace_back("device_in_use", static_cast<int64_t>(total_b - free_b));
+  else cudaGetLastError();  // not sticky: the report goes without the measurement
+  return r;
 }
 
 double CudaBackend::read_bandwidth_gbs() {

@@ -1,5 +1,6 @@
 // The CUDA backend: weights uploaded once in their GGUF types, f32 activations, an f32 KV
-// cache, one device buffer per node output (addressable after the step for the recorder).
+// cache, one device buffer per node output (addressable after the step for the recorder), except
+// in a prefill nobody records: its outputs share one arena by lifetime (exec/buffer_plan.h).
 // A decode step is captured once into a CUDA graph and replayed for every token; the token id
 // and position are copied into device memory before each replay and every kernel reads them
 // there. MINFER_NO_CUDA_GRAPH=1 runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
@@ -33,6 +34,9 @@ class CudaBackend final : public Backend {
   MemoryReport memory() const override;
   void set_recording(const StepRecording& r, const Observer& o) override;
   StepGpuTime gpu_time() override;
+  bool keeps_step_results(const StepRecording& r) const override;
+  void read_previous_step() override;
+  std::optional<LogitsSummary> read_logits_summary(const Graph& g) override;
   std::string kernel_records_unavailable() const override;
   const char* summaries_computed_on() const override { return "device"; }
   int activation_block(const Node& n) const override;

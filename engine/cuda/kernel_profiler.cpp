@@ -54,11 +54,14 @@ void CUPTIAPI resource_callback(void*, CUpti_CallbackDomain domain, CUpti_Callba
 
 }  // namespace
 
+// Edge queries pass an edge-data array: kernels launched with PDL (pdl.cuh) are joined by
+// programmatic edges, and a query of such an edge without one fails with cudaErrorLossyQuery.
 void CaptureRecorder::mark(int node) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
   size_t n = 0;
-  CUDA_CHECK(cudaStreamGetCaptureInfo(s_, &st, nullptr, nullptr, &deps, nullptr, &n));
+  CUDA_CHECK(cudaStreamGetCaptureInfo(s_, &st, nullptr, nullptr, &deps, &edges, &n));
   if (st == cudaStreamCaptureStatusActive && n == 1) marks_[deps[0]] = node;
 }
 
@@ -68,19 +71,27 @@ CaptureMap CaptureRecorder::finish(cudaGraph_t g) const {
   CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);
   CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &count));
+  // A node has fewer than `count` neighbours: arrays that large never truncate a query.
+  std::vector<cudaGraphNode_t> nb(count + 1);
+  std::vector<cudaGraphEdgeData> nb_edges(count + 1);
+  auto dependents = [&](cudaGraphNode_t x) {
+    size_t k = nb.size();
+    CUDA_CHECK(cudaGraphNodeGetDependentNodes(x, nb.data(), nb_edges.data(), &k));
+    return k;
+  };
+  auto dependencies = [&](cudaGraphNode_t x) {
+    size_t k = nb.size();
+    CUDA_CHECK(cudaGraphNodeGetDependencies(x, nb.data(), nb_edges.data(), &k));
+    return k;
+  };
   std::vector<cudaGraphNode_t> chain;
   cudaGraphNode_t at = nullptr;
-  for (cudaGraphNode_t x : nodes) {
-    size_t deps = 0;
-    CUDA_CHECK(cudaGraphNodeGetDependentNodes(x, nullptr, nullptr, &deps));
-    if (deps == 0) at = x;
-  }
+  for (cudaGraphNode_t x : nodes)
+    if (dependents(x) == 0) at = x;
   while (at) {
     chain.push_back(at);
-    size_t deps = 0;
-    CUDA_CHECK(cudaGraphNodeGetDependencies(at, nullptr, nullptr, &deps));
-    if (deps != 1) break;
-    CUDA_CHECK(cudaGraphNodeGetDependencies(at, &at, nullptr, &deps));
+    if (dependencies(at) != 1) break;
+    at = nb[0];
   }
   std::reverse(chain.begin(), chain.end());
   CaptureMap m;
@@ -241,7 +252,7 @@ StepGpuTime KernelProfiler::end_step(cudaStream_t s, const CaptureMap* graph) {
     }
     if (k.node == kRecorderScope) {
       k.node = -1;
-      k.unattributed = "recorder: node summaries";
+      k.unattributed = "recorder: node and logits summaries";
     }
     first = std::min(first, r.start);
     last = std::max(last, r.end);

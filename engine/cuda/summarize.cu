@@ -82,10 +82,6 @@ __device__ bool before(const Candidate& a, const Candidate& b) {
   return a.key > b.key || (a.key == b.key && a.key >= 0 && a.index < b.index);
 }
 
-struct CandidateMax {
-  __device__ Candidate operator()(const Candidate& a, const Candidate& b) const { return before(b, a) ? b : a; }
-};
-
 // A thread's own top kMaxK, sorted. Every index is a compile-time constant after unrolling, so
 // the array lives in registers (a runtime k <= kMaxK only limits what is read out).
 struct TopK {
@@ -107,26 +103,56 @@ struct TopK {
         c[i - 1] = t;
       }
   }
-};
-
-// k rounds of a block-wide arg-max over each thread's best remaining candidate; out[r] is the
-// r-th largest of the block (key -1 when fewer exist). Every thread must call it.
-template <class Reduce>
-__device__ void block_topk(TopK& mine, typename Reduce::TempStorage& tmp, Candidate* shared_best, Candidate* out) {
-  int head = 0;
-  for (int r = 0; r < mine.k; ++r) {
+  __device__ Candidate at(int head) const {  // c[head] without a dynamic index; empty past the end
     Candidate own{0, -1.0f, 0.0f};
 #pragma unroll
-    for (int i = 0; i < kMaxK; ++i)  // mine.c[head] without a dynamic index
-      if (i == head) own = mine.c[i];
-    const Candidate best = Reduce(tmp).Reduce(own, CandidateMax());
-    if (threadIdx.x == 0) *shared_best = best;
-    __syncthreads();
-    const Candidate b = *shared_best;
-    if (own.key >= 0 && own.key == b.key && own.index == b.index) ++head;  // the winner moves on
-    if (threadIdx.x == 0) out[r] = b;
-    __syncthreads();
+    for (int i = 0; i < kMaxK; ++i)
+      if (i == head) own = c[i];
+    return own;
   }
+};
+
+// The best of the warp's candidates, in every lane (butterfly over a strict order).
+__device__ Candidate warp_best(Candidate c) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+    Candidate o;
+    o.index = __shfl_xor_sync(0xffffffffu, c.index, m);
+    o.key = __shfl_xor_sync(0xffffffffu, c.key, m);
+    o.value = __shfl_xor_sync(0xffffffffu, c.value, m);
+    if (before(o, c)) c = o;
+  }
+  return c;
+}
+
+// k rounds of a warp-wide arg-max over each lane's best remaining candidate: lane 0 writes the
+// warp's r-th largest to out[r] (key -1 when fewer exist). Every lane of the warp must call it.
+__device__ void warp_topk(const TopK& mine, Candidate* out) {
+  int head = 0;
+  for (int r = 0; r < mine.k; ++r) {
+    const Candidate own = mine.at(head);
+    const Candidate b = warp_best(own);
+    if (own.key >= 0 && own.key == b.key && own.index == b.index) ++head;  // the winner moves on
+    if ((threadIdx.x & 31) == 0) out[r] = b;
+  }
+}
+
+constexpr int kWarps = kThreads / 32;
+
+// The block's top k into out[0..k): each warp's top k into shared memory, then warp 0 merges
+// those kWarps * k (no block-wide barrier per round). Every thread must call it.
+__device__ void block_topk(const TopK& mine, Candidate* warp_lists, Candidate* out) {
+  const int warp = threadIdx.x >> 5;
+  warp_topk(mine, warp_lists + warp * kMaxK);
+  __syncthreads();
+  if (warp == 0) {
+    TopK merged;
+    merged.init(mine.k);
+    for (int i = threadIdx.x; i < kWarps * kMaxK; i += 32)
+      if (i % kMaxK < mine.k && warp_lists[i].key >= 0) merged.offer(warp_lists[i]);
+    warp_topk(merged, out);
+  }
+  __syncthreads();
 }
 
 __device__ Head* head_of(unsigned char* records, const Job& j) { return reinterpret_cast<Head*>(records + j.offset); }
@@ -167,12 +193,8 @@ __device__ void scale_blocks(const Job& j, int64_t begin, int64_t end, Acc& a) {
 __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const int* chunk_job, Partial* partials,
                                                          Candidate* candidates) {
   using Reduce = cub::BlockReduce<Acc, kThreads>;
-  using CandReduce = cub::BlockReduce<Candidate, kThreads>;
-  __shared__ union {
-    typename Reduce::TempStorage acc;
-    typename CandReduce::TempStorage cand;
-  } tmp;
-  __shared__ Candidate best;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ Candidate warp_lists[kWarps * kMaxK];
   const int c = blockIdx.x;
   const Job j = jobs[chunk_job[c]];
   const int64_t begin = (c - j.first_chunk) * kChunk, end = min(j.n, begin + kChunk);
@@ -195,21 +217,16 @@ __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const 
     top.offer({i, fabsf(x), x});
   }
   if (j.scale_block > 0 && begin < end) scale_blocks(j, begin, end, a);
-  a = Reduce(tmp.acc).Reduce(a, AccCombine());
+  a = Reduce(tmp).Reduce(a, AccCombine());
   if (threadIdx.x == 0) partials[c].acc = a;
-  __syncthreads();
-  if (j.k > 0) block_topk<CandReduce>(top, tmp.cand, &best, candidates + static_cast<int64_t>(c) * kMaxK);
+  if (j.k > 0) block_topk(top, warp_lists, candidates + static_cast<int64_t>(c) * kMaxK);
 }
 
 __global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, const Partial* partials,
                                                              const Candidate* candidates, unsigned char* records) {
   using Reduce = cub::BlockReduce<Acc, kThreads>;
-  using CandReduce = cub::BlockReduce<Candidate, kThreads>;
-  __shared__ union {
-    typename Reduce::TempStorage acc;
-    typename CandReduce::TempStorage cand;
-  } tmp;
-  __shared__ Candidate best;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ Candidate warp_lists[kWarps * kMaxK];
   const Job j = jobs[blockIdx.x];
   Acc a = empty_acc();
   TopK top;
@@ -222,7 +239,7 @@ __global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, co
       if (x.key >= 0) top.offer(x);
     }
   }
-  a = Reduce(tmp.acc).Reduce(a, AccCombine());
+  a = Reduce(tmp).Reduce(a, AccCombine());
   unsigned long long* hist = hist_of(records, j);
   for (int b = threadIdx.x; b < j.bins; b += kThreads) hist[b] = 0;
   Head* h = head_of(records, j);
@@ -246,7 +263,7 @@ __global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, co
   __syncthreads();
   if (j.k > 0) {
     Candidate* out = outliers_of(records, j);
-    block_topk<CandReduce>(top, tmp.cand, &best, out);
+    block_topk(top, warp_lists, out);
     if (threadIdx.x == 0) {
       long long n = 0;
       while (n < j.k && out[n].key >= 0) ++n;

@@ -5,6 +5,7 @@
 // Backends are chosen at start (cpu | cuda) and never fall back silently mid-run.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,16 @@ class Backend {
   virtual void set_recording(const StepRecording& r, const Observer& o) { (void)r; (void)o; }
   // The last recorded step's GPU time and kernels (waits for the step); empty on cpu.
   virtual StepGpuTime gpu_time() { return {}; }
+  // Whether everything an observer recording `r` reads of a step (node summaries, GPU time,
+  // the logits summary) stays readable after the next step is launched: the generation loop
+  // then launches step N+1 before it hands step N to the observer (read_previous_step).
+  virtual bool keeps_step_results(const StepRecording& r) const { (void)r; return false; }
+  // After run_step(N+1): output(), gpu_time() and read_logits_summary() refer to step N again,
+  // until the next run_step. Only when keeps_step_results() held for step N's recording.
+  virtual void read_previous_step() {}
+  // The last step's logits summary, when the backend computed it (set_recording's
+  // logits_top_k; chosen = the greedy token); nullopt otherwise.
+  virtual std::optional<LogitsSummary> read_logits_summary(const Graph& g) { (void)g; return std::nullopt; }
   // "" when this backend can record per-kernel GPU timings, else why not (no CUPTI, refused).
   virtual std::string kernel_records_unavailable() const { return "the backend runs no GPU kernels"; }
   // Where node summaries are computed: "host" (cpu) or "device" (cuda, inside the step).

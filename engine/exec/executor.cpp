@@ -20,25 +20,46 @@ NodeView Executor::view(const Graph& g, const Node& n) {
   return v;
 }
 
+StepRecording Executor::recording(const StepInfo& s) const {
+  if (observer_) return observer_->recording(s);
+  StepRecording none;
+  none.nodes = false;
+  return none;
+}
+
+void Executor::launch(const Graph& g, const StepInfo& s, const StepRecording& rec) {
+  if (observer_) backend_.set_recording(rec, *observer_);
+  // The reference's outputs are read as they are (full tensors, no device summaries).
+  if (observer_ && reference_) reference_->set_recording(StepRecording{}, *observer_);
+  backend_.run_step(g, s);
+  if (reference_) reference_->run_step(g, s);
+}
+
+void Executor::report_nodes(const Graph& g, const StepInfo& s, const StepRecording& rec) {
+  if (!observer_) return;
+  // Node outputs outlive the step: the observer reads them (summaries are computed where the
+  // tensors live) after the whole step ran, so a step stays one CUDA graph.
+  if (rec.nodes)
+    for (const Node& n : g.nodes)
+      if (observer_->wants(n)) observer_->on_node_view(n, view(g, n));
+  if (rec.summaries || rec.kernels) observer_->on_gpu_time(s, backend_.gpu_time());
+}
+
 double Executor::run(const Graph& g, const StepInfo& s) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  StepRecording rec;
-  if (observer_) {
-    observer_->on_step_begin(g, s);
-    rec = observer_->recording(s);
-    backend_.set_recording(rec, *observer_);
-  }
-  backend_.run_step(g, s);
-  if (reference_) reference_->run_step(g, s);
-  if (observer_) {
-    // Node outputs outlive the step: the observer reads them (summaries are computed where the
-    // tensors live) after the whole step ran, so a step stays one CUDA graph.
-    for (const Node& n : g.nodes)
-      if (observer_->wants(n)) observer_->on_node_view(n, view(g, n));
-    if (rec.summaries || rec.kernels) observer_->on_gpu_time(s, backend_.gpu_time());
-  }
+  if (observer_) observer_->on_step_begin(g, s);
+  const StepRecording rec = recording(s);
+  launch(g, s, rec);
+  report_nodes(g, s, rec);
   return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+void Executor::deliver(const Graph& g, const StepInfo& s, const StepRecording& rec, bool previous) {
+  if (!observer_) return;
+  observer_->on_step_begin(g, s);
+  if (previous) backend_.read_previous_step();
+  report_nodes(g, s, rec);
 }
 
 }  // namespace minfer

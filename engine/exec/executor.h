@@ -17,8 +17,18 @@ class Executor {
   // seconds of all of it.
   double run(const Graph& g, const StepInfo& s);
 
+  // Pipelined runs: run() in two halves, so the next step can be launched in between.
+  // What the observer reads of step s (nothing without an observer).
+  StepRecording recording(const StepInfo& s) const;
+  // Enqueues the step on the backend(s), prepared for `rec`.
+  void launch(const Graph& g, const StepInfo& s, const StepRecording& rec);
+  // Hands a launched step to the observer: on_step_begin, its nodes, its GPU time. previous:
+  // a later step was launched since (Backend::read_previous_step).
+  void deliver(const Graph& g, const StepInfo& s, const StepRecording& rec, bool previous);
+
  private:
   NodeView view(const Graph& g, const Node& n);
+  void report_nodes(const Graph& g, const StepInfo& s, const StepRecording& rec);
 
   Backend& backend_;
   Backend* reference_;

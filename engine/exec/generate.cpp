@@ -1,6 +1,7 @@
 #include "exec/generate.h"
 
 #include <chrono>
+#include <optional>
 
 #include "core/error.h"
 #include "graph/build_qwen2.h"
@@ -69,12 +70,12 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   // with nothing reading the logits, 4 bytes come back instead of the 600 KB logits row.
   const bool device_greedy = !ref && opt.sampler.temperature <= 0 && opt.sampler.repeat_penalty == 1.0f &&
                              b.greedy_on_device();
-  // Reads the step's logits and samples (both runs); returns this run's pick.
+  // Reads the step's logits (or only its greedy token) and samples (both runs); returns this
+  // run's pick.
   auto sample_step = [&](const Graph& g) {
     if (device_greedy) {
       a_draw.penalized.clear();  // the draw is from the logits as they are
       a_draw.chosen = b.read_greedy_token(g);
-      if (obs) b.read_logits(g, logits);
       return a_draw.chosen;
     }
     b.read_logits(g, logits);
@@ -85,13 +86,26 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     }
     return a_draw.chosen;
   };
-  auto report = [&](const StepInfo& s, double seconds) {
+  // The step's logits to the observer, then its end. A device-greedy step reads them now: the
+  // backend's summary when it computed one, else the row.
+  auto report = [&](const Graph& g, const StepInfo& s, int32_t chosen, double seconds) {
     if (!obs) return;
     StepLogits l;
-    l.logits = logits.data();
-    l.n_vocab = static_cast<int64_t>(logits.size());
-    l.chosen = a_draw.chosen;
-    l.sampled = sampled_of(a_draw, logits, opt.sampler);
+    l.chosen = chosen;
+    std::optional<LogitsSummary> summary;
+    if (device_greedy) {
+      summary = b.read_logits_summary(g);
+      if (!summary) b.read_logits(g, logits);
+    }
+    if (summary) {
+      l.summary = &*summary;
+      l.n_vocab = summary->n_vocab;
+      l.sampled = {nullptr, opt.sampler.temperature, opt.sampler.repeat_penalty};
+    } else {
+      l.logits = logits.data();
+      l.n_vocab = static_cast<int64_t>(logits.size());
+      l.sampled = sampled_of(a_draw, logits, opt.sampler);
+    }
     if (ref) {
       l.ref_logits = ref_logits.data();
       l.ref_chosen = ref_draw.chosen;
@@ -115,15 +129,31 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   ex.run(prefill, s);
   int32_t next = sample_step(prefill);
   r.prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
-  report(s, r.prefill_s);
+  report(prefill, s, a_draw.chosen, r.prefill_s);
   if (opt.n_predict == 0 || !forced_left()) return r;
   next = fed(next);
   r.generated.push_back(next);
   history.push_back(next);
   if (on_token) on_token(next);
 
+  // Decode. A step's time runs from the previous token to its own, so what the observer costs
+  // counts. When the backend keeps a step's recorded results in host memory past the next
+  // launch (Backend::keeps_step_results), step N+1 is launched as soon as N's greedy token is
+  // known and N goes to the observer while N+1 runs ("held" below).
+  struct Launched {
+    StepInfo s;
+    StepRecording rec;
+    int32_t chosen;
+    double seconds;
+  };
+  std::optional<Launched> held;
   Graph decode;
   bool decode_built = false;
+  auto deliver = [&](Launched& l, bool previous) {
+    ex.deliver(decode, l.s, l.rec, previous);
+    report(decode, l.s, l.chosen, l.seconds);
+  };
+  auto last_token = clock::now();
   int pos = static_cast<int>(prompt.size());
   while (static_cast<int>(r.generated.size()) < opt.n_predict && pos < m.hp.n_ctx) {
     if (opt.stop_at_eog && tok && tok->is_end_of_generation(next)) break;
@@ -134,18 +164,43 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
       decode_built = true;
     }
     StepInfo ds{Phase::Decode, static_cast<int>(r.decode_s.size()) + 1, pos, {next}};
-    auto a = clock::now();
-    ex.run(decode, ds);
+    ds.launched = clock::now();
+    const StepRecording rec = ex.recording(ds);
+    // The held step's results must survive this launch: same recording, kept by the backend.
+    const bool overlap = held && held->rec == rec;
+    if (held && !overlap) {
+      deliver(*held, false);
+      held.reset();
+    }
+    const bool split = device_greedy && obs;  // launch now, deliver after the token (or later)
+    if (split) {
+      ex.launch(decode, ds, rec);
+      if (held) {
+        deliver(*held, true);
+        held.reset();
+      }
+    } else {
+      ex.run(decode, ds);
+    }
     next = sample_step(decode);
-    double sec = std::chrono::duration<double>(clock::now() - a).count();
+    const auto now = clock::now();
+    const double sec = std::chrono::duration<double>(now - last_token).count();
+    last_token = now;
     r.decode_s.push_back(sec);
-    report(ds, sec);
+    if (split) {
+      Launched l{ds, rec, a_draw.chosen, sec};
+      if (b.keeps_step_results(rec)) held = std::move(l);
+      else deliver(l, false);
+    } else {
+      report(decode, ds, a_draw.chosen, sec);
+    }
     next = fed(next);
     r.generated.push_back(next);
     history.push_back(next);
     if (on_token) on_token(next);
     ++pos;
   }
+  if (held) deliver(*held, false);
   return r;
 }
 

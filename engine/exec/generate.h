@@ -27,7 +27,7 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> prompt, generated;
   double prefill_s = 0;            // prompt graph incl. first logits
-  std::vector<double> decode_s;    // per decode step
+  std::vector<double> decode_s;    // per decode step: previous token to its token, observer included
   bool forced_ran_out = false;     // stopped because GenerateOptions::forced ran out
   double decode_total_s() const;
   double prefill_tok_s() const;

@@ -3,10 +3,12 @@
 // for cuda), so an observer never has to copy whole activations across.
 #pragma once
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "exec/logits_summary.h"
 #include "exec/tensor_compare.h"
 #include "graph/graph.h"
 
@@ -70,10 +72,15 @@ struct NodeTime {
 // What an observer will read after a step, asked before it so a backend can prepare the work on
 // the device (summaries computed inside the step's CUDA graph, per-kernel timings).
 struct StepRecording {
-  bool summaries = false;  // node summaries with `spec` for the nodes Observer::wants selects
+  bool nodes = true;       // the observer reads the nodes Observer::wants selects on this step
+  bool summaries = false;  // their summaries with `spec` (a device backend computes them in the step)
   SummarySpec spec;
   bool kernels = false;    // per-kernel GPU records (CUPTI) on this step
   int outliers = 0;        // largest-|x| elements per node (NodeOutput::outliers) it will ask for
+  int logits_top_k = 0;    // > 0: the logits summary (exec/logits_summary.h) with this many top
+                           // entries; a backend that computes it in the step hands it over in
+                           // StepLogits::summary instead of the logits row
+  bool operator==(const StepRecording&) const = default;
 };
 
 // One GPU kernel execution, attributed to the graph node that launched it.
@@ -127,7 +134,10 @@ struct SampledLogits {
 
 // A step's logits (the last row, host memory) and the token chosen from them.
 struct StepLogits {
-  const float* logits = nullptr;
+  const float* logits = nullptr;  // null when `summary` stands for them
+  // The logits' summary computed by the backend (StepRecording::logits_top_k), for greedy
+  // decoding without a repetition penalty: the draw was from the logits as they are.
+  const LogitsSummary* summary = nullptr;
   int64_t n_vocab = 0;
   int32_t chosen = -1;  // this run's sampler's pick (a teacher-forced run may feed another)
   SampledLogits sampled;
@@ -143,6 +153,9 @@ struct StepInfo {
   int step = 0;                      // 0 = prefill, 1.. = decode steps
   int pos0 = 0;
   std::vector<int32_t> tokens;       // input ids of this step
+  // When the step was launched; unset: at on_step_begin. A pipelined run delivers a step to its
+  // observer while the next one runs, so on_step_begin comes after the launch.
+  std::chrono::steady_clock::time_point launched{};
 };
 
 class Observer {
@@ -151,10 +164,12 @@ class Observer {
   // Called once per graph shape the run uses, before its first step.
   virtual void on_graph(const Graph& g) { (void)g; }
   virtual void on_step_begin(const Graph& g, const StepInfo& s) { (void)g; (void)s; }
-  // What this observer reads of the step (asked after on_step_begin; the default: summaries
-  // computed wherever the backend likes, no kernel records).
+  // What this observer reads of the step, from the step alone (a pipelined run asks before
+  // on_step_begin). The default: every node, summaries computed wherever the backend likes, no
+  // kernel records.
   virtual StepRecording recording(const StepInfo& s) const { (void)s; return {}; }
-  // Whether on_node wants this node (lets the executor skip the call cheaply).
+  // Whether on_node wants this node when the step's nodes are read (lets the executor skip the
+  // call cheaply); the same answer for every step.
   virtual bool wants(const Node& n) const { (void)n; return true; }
   // After the step ran, once per node in graph order. out is null for nodes without an output
   // (KvStore, fused-away).

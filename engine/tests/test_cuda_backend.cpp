@@ -259,3 +259,65 @@ TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {
   for (size_t i = 0; i < kDecodeInputs.size(); ++i)
     check(t.dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i), {kDecodeInputs[i]}});
 }
+
+// A prefill that no observer records puts its node outputs into one shared arena (buffers reused
+// once their last reader has run, exec/buffer_plan.h); only the logits keep their own buffer.
+// Its logits, greedy token and the decode steps after it must equal a recorded run's (one buffer
+// per node) bit for bit: same kernels, same order. Also a one-token prefill, whose one-row nodes
+// run as fused groups (the arena's lifetimes follow the groups' launches), and both prefill paths.
+TEST(CudaBackend, SharedArenaPrefillEqualsRecorded) {
+  MINFER_REQUIRE_GPU();
+  struct ArenaCase {
+    const char* weights;
+    GenWeights gen;
+    MatmulPath path;
+  };
+  for (const ArenaCase& c : {ArenaCase{"q4_0", GenWeights::Q4_0, MatmulPath::MMQ},
+                             ArenaCase{"q8_0", GenWeights::Q8_0, MatmulPath::Float},
+                             ArenaCase{"f16", GenWeights::F16, MatmulPath::MMQ}}) {
+    SCOPED_TRACE(std::string(c.weights) + " " + matmul_path_name(c.path, "cuda"));
+    auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
+    MINFER_REQUIRE_MODEL(path);
+    const TinyModel t = load_tiny(path);
+    CudaBackend recorded(*t.m, c.path);
+    const auto a = run_steps(t, recorded);  // with an observer: one buffer per node output
+    CudaBackend plain(*t.m, c.path);
+    plain.reserve_context(static_cast<int64_t>(kPrompt.size() + kDecodeInputs.size()));
+    Executor ex(plain);  // no observer: the prefill's outputs are private to the step
+    std::vector<float> logits;
+    ex.run(t.pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+    EXPECT_EQ(plain.output(t.pre.node(t.pre.find("blk.0.ffn_gate"))), nullptr) << "a reused buffer is not readable";
+    EXPECT_NE(plain.output(t.pre.nodes.back()), nullptr) << "the logits are";
+    EXPECT_EQ(plain.read_greedy_token(t.pre), argmax(a[0].logits));
+    plain.read_logits(t.pre, logits);
+    EXPECT_EQ(logits, a[0].logits) << "prefill";
+    for (size_t i = 0; i < kDecodeInputs.size(); ++i) {
+      ex.run(t.dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i), {kDecodeInputs[i]}});
+      plain.read_logits(t.dec, logits);
+      EXPECT_EQ(logits, a[i + 1].logits) << "decode step " << i + 1;
+    }
+    // The activations the plans held: the arena is smaller than one buffer per node.
+    auto activations = [](const Backend& b) {
+      for (const auto& [what, bytes] : b.memory())
+        if (what == "activations") return bytes;
+      return int64_t{-1};
+    };
+    EXPECT_LT(activations(plain), activations(recorded));
+
+    // One token: every node is one row, the fused groups run in the prefill too.
+    const Graph one = make_graph(*t.m, Phase::Prefill, 1);
+    const std::vector<int32_t> tok = {kPrompt[0]};
+    CudaBackend rec1(*t.m, c.path), plain1(*t.m, c.path);
+    rec1.reserve_context(1);
+    plain1.reserve_context(1);
+    Executor ex_rec(rec1), ex_plain(plain1);
+    Capture cap;
+    ex_rec.set_observer(&cap);
+    std::vector<float> want;
+    ex_rec.run(one, StepInfo{Phase::Prefill, 0, 0, tok});
+    rec1.read_logits(one, want);
+    ex_plain.run(one, StepInfo{Phase::Prefill, 0, 0, tok});
+    plain1.read_logits(one, logits);
+    EXPECT_EQ(logits, want) << "one-token prefill";
+  }
+}

@@ -41,7 +41,13 @@ struct Probe : Observer {
     tensors.assign(g.nodes.size(), {});
     summaries.assign(g.nodes.size(), {});
   }
-  StepRecording recording(const StepInfo&) const override { return {record, spec, kernels}; }
+  StepRecording recording(const StepInfo&) const override {
+    StepRecording r;
+    r.summaries = record;
+    r.spec = spec;
+    r.kernels = kernels;
+    return r;
+  }
   void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
     if (!out) return;
     if (record) summaries[static_cast<size_t>(n.id)] = out->summarize(spec);  // first: device
@@ -115,7 +121,7 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
     int recorder_kernels = 0;
     for (const KernelRecord& k : a.gpu[s].kernels) {
       if (k.node >= 0) continue;
-      if (k.unattributed == "recorder: node summaries") ++recorder_kernels;
+      if (k.unattributed == "recorder: node and logits summaries") ++recorder_kernels;
       else ADD_FAILURE() << "step " << s << ": kernel " << k.name << " unattributed: " << k.unattributed;
     }
     for (const KernelRecord& k : a.gpu[s].kernels) {

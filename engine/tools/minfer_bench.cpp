@@ -4,7 +4,7 @@
 // MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
 // Also reports the decode floor: weight bytes streamed per token over the measured read
 // bandwidth (host memory for cpu, device memory for cuda), the decode speed as a fraction of
-// it, and the memory the backend holds.
+// it, and the memory the backend holds (its categories and, on cuda, the device memory in use).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,14 +37,12 @@ std::vector<int32_t> bench_tokens(int n, int64_t vocab) {
   return t;
 }
 
+// The backend's categories, "total" their sum, and the driver's measurement ("device_in_use",
+// CUDA context included) beside them, not in the sum.
 nlohmann::json memory_json(const minfer::MemoryReport& m) {
   nlohmann::json j = nlohmann::json::object();
-  int64_t total = 0;
-  for (const auto& [what, bytes] : m) {
-    j[what] = bytes;
-    total += bytes;
-  }
-  j["total"] = total;
+  for (const auto& [what, bytes] : m) j[what] = bytes;
+  j["total"] = minfer::memory_categories_total(m);
   return j;
 }
 

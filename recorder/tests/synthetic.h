@@ -111,6 +111,9 @@ struct Run {
   // A paired run: the observer also sees a reference (the values scaled by 1 + 1e-3 (layer + 2))
   // and, for matmuls, a local reference (scaled by 1 + 5e-4), as Executor and generate() show them.
   bool paired = false;
+  // The logits as a backend's own summary (StepLogits::summary, top 20) instead of the row, as
+  // the CUDA backend hands them over in a greedy traced run.
+  bool summarised_logits = false;
 };
 
 inline std::vector<float> node_values(const Run& r, int step, const Node& n) {
@@ -187,6 +190,14 @@ inline void run(Observer& obs, const Run& r) {
       l.ref_logits = ref_lg.data();
       l.ref_chosen = static_cast<int32_t>(std::max_element(ref_lg.begin(), ref_lg.end()) - ref_lg.begin());
       l.ref_sampled = {ref_lg.data(), 0.f, 1.f};
+      obs.on_step_logits(s, l);
+    } else if (r.summarised_logits) {
+      const LogitsSummary ls = summarize_logits(lg.data(), static_cast<int64_t>(lg.size()), next, 20);
+      StepLogits l;
+      l.summary = &ls;
+      l.n_vocab = ls.n_vocab;
+      l.chosen = next;
+      l.sampled = {nullptr, 0.f, 1.f};
       obs.on_step_logits(s, l);
     } else {
       obs.on_logits(s, lg.data(), static_cast<int64_t>(lg.size()), next);

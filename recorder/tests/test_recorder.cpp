@@ -89,6 +89,28 @@ TEST(Recorder, SyntheticRunGivesAValidCompleteTrace) {
   EXPECT_EQ(t["steps"][3]["logits"]["top"].size(), 20u);
 }
 
+// A backend's own logits summary (the CUDA device path) is written exactly as the row would be.
+TEST(Recorder, SummarisedLogitsAreWrittenAsTheRowWouldBe) {
+  const std::string dir = temp_dir("summarised-logits");
+  synth::Run with_summary;
+  with_summary.summarised_logits = true;
+  const json a = record(dir + "/row.json", synth::Run{});
+  const json b = record(dir + "/summary.json", with_summary);
+  EXPECT_EQ(join(validate_trace(b)), "");
+  ASSERT_EQ(a["steps"].size(), b["steps"].size());
+  for (size_t i = 0; i < a["steps"].size(); ++i) {
+    json got = b["steps"][i]["logits"];
+    ASSERT_TRUE(got.contains("sampled")) << "step " << i;  // greedy: the distribution drawn from
+    ASSERT_EQ(got["sampled"]["top"].size(), got["top"].size()) << "step " << i;
+    for (size_t k = 0; k < got["top"].size(); ++k) {
+      EXPECT_EQ(got["sampled"]["top"][k]["id"], got["top"][k]["id"]) << "step " << i;
+      EXPECT_EQ(got["sampled"]["top"][k]["p"], got["top"][k]["p"]) << "step " << i;
+    }
+    got.erase("sampled");  // the row path of the synthetic run reports no sampler
+    EXPECT_EQ(got, a["steps"][i]["logits"]) << "step " << i;
+  }
+}
+
 TEST(Recorder, PartialFileIsValidAfterEveryStep) {
   const std::string dir = temp_dir("partial");
   RecorderOptions o;

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "cpu/summarize.h"
 #include "json_out.h"
-#include "logits_summary.h"
+#include "exec/logits_summary.h"
 #include "recorder_options.h"
 #include "selection.h"
 #include "sha256.h"

@@ -1,4 +1,4 @@
-#include "logits_summary.h"
+#include "exec/logits_summary.h"
 
 #include "core/top_k.h"
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace minfer::trace {
+namespace minfer {
 
 LogitsSummary summarize_logits(const float* x, int64_t n, int32_t chosen, int top_k) {
   LogitsSummary s;
@@ -55,4 +55,4 @@ LogitsSummary summarize_logits(const float* x, int64_t n, int32_t chosen, int to
   return s;
 }
 
-}  // namespace minfer::trace
+}  // namespace minfer

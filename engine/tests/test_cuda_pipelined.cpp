@@ -1,0 +1,142 @@
+// Pipelined recording on the CUDA backend (exec/generate.cpp): with node summaries and the
+// logits summary computed on the device, the generation loop launches decode step N+1 as soon
+// as N's greedy token is known and hands N to the observer while N+1 runs. On the tiny preset,
+// with CUDA graphs and eagerly, the pipelined run must give what the synchronous run gives:
+//  - the same tokens;
+//  - at every node of every step the same summaries and outliers (both from the device, so
+//    bit for bit);
+//  - the device logits summary against summarize_logits of the synchronous run's logits row:
+//    ids, logits and the chosen rank equal, probabilities and entropy within 1e-12 relative;
+//  - callbacks in step order (begin, nodes, logits, end), and really pipelined: step N reaches
+//    the observer after step N+1 was launched.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda_test_util.h"
+#include "exec/generate.h"
+#include "exec/logits_summary.h"
+#include "test_models.h"
+
+using namespace minfer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kTopK = 20;
+const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13, 758, 1124};
+
+struct StepSeen {
+  int step = -1;
+  Clock::time_point launched, begun;
+  std::vector<TensorSummary> summaries;  // per node id
+  std::vector<std::vector<Outlier>> outliers;
+  LogitsSummary logits;
+  bool device_logits = false;
+  bool ended = false;
+};
+
+struct Log : Observer {
+  bool device_logits = true;  // ask for the logits summary (pipelining needs it)
+  SummarySpec spec{true, 4, 16, 12};
+  std::vector<StepSeen> steps;
+  StepRecording recording(const StepInfo&) const override {
+    StepRecording r;
+    r.nodes = r.summaries = true;
+    r.spec = spec;
+    r.outliers = 8;
+    r.logits_top_k = device_logits ? kTopK : 0;
+    return r;
+  }
+  void on_step_begin(const Graph& g, const StepInfo& s) override {
+    if (!steps.empty()) EXPECT_TRUE(steps.back().ended) << "step " << s.step << " began before the previous ended";
+    StepSeen st;
+    st.step = s.step;
+    st.launched = s.launched;
+    st.begun = Clock::now();
+    st.summaries.resize(g.nodes.size());
+    st.outliers.resize(g.nodes.size());
+    steps.push_back(std::move(st));
+  }
+  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
+    if (!out) return;
+    steps.back().summaries[static_cast<size_t>(n.id)] = out->summarize(spec);
+    steps.back().outliers[static_cast<size_t>(n.id)] = out->outliers(8, nullptr);
+  }
+  void on_step_logits(const StepInfo&, const StepLogits& l) override {
+    StepSeen& st = steps.back();
+    st.device_logits = l.summary != nullptr;
+    st.logits = l.summary ? *l.summary : summarize_logits(l.logits, l.n_vocab, l.chosen, kTopK);
+  }
+  void on_step_end(const StepInfo& s, double) override {
+    EXPECT_EQ(steps.back().step, s.step);
+    steps.back().ended = true;
+  }
+};
+
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+class Pipelined : public ::testing::TestWithParam<bool> {};  // param: CUDA graphs on
+
+TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  auto m = Model::load(path);
+  CudaBackend pb(*m, MatmulPath::MMQ), sb(*m, MatmulPath::MMQ);
+  unsetenv("MINFER_NO_CUDA_GRAPH");
+  GenerateOptions opt;
+  opt.n_predict = 12;
+  opt.stop_at_eog = false;
+  Log pl, sl;
+  sl.device_logits = false;
+  const GenerateResult a = generate(*m, pb, nullptr, kPrompt, opt, &pl);
+  const GenerateResult b = generate(*m, sb, nullptr, kPrompt, opt, &sl);
+  ASSERT_EQ(a.generated, b.generated);
+  ASSERT_EQ(pl.steps.size(), sl.steps.size());
+  ASSERT_EQ(pl.steps.size(), static_cast<size_t>(opt.n_predict));  // prefill + 11 decode steps
+  for (size_t i = 0; i < pl.steps.size(); ++i) {
+    const StepSeen &p = pl.steps[i], &s = sl.steps[i];
+    SCOPED_TRACE("step " + std::to_string(i));
+    EXPECT_EQ(p.step, static_cast<int>(i));
+    EXPECT_TRUE(p.ended);
+    if (i > 0) EXPECT_TRUE(p.device_logits) << "a decode step's logits summary comes from the device";
+    EXPECT_FALSE(s.device_logits);
+    // Step N goes to the observer after step N+1 was launched (not for the last step).
+    if (i > 0 && i + 1 < pl.steps.size()) EXPECT_GT(p.begun, pl.steps[i + 1].launched) << "not pipelined";
+    for (size_t n = 0; n < p.summaries.size(); ++n) {
+      const TensorSummary &x = p.summaries[n], &y = s.summaries[n];
+      EXPECT_TRUE(same(x.stats.min, y.stats.min) && same(x.stats.max, y.stats.max) && same(x.stats.mean, y.stats.mean) &&
+                  same(x.stats.std, y.stats.std) && x.stats.count == y.stats.count)
+          << "node " << n;
+      EXPECT_EQ(x.grid.values, y.grid.values) << "node " << n;
+      EXPECT_EQ(x.hist.counts, y.hist.counts) << "node " << n;
+      ASSERT_EQ(p.outliers[n].size(), s.outliers[n].size()) << "node " << n;
+      for (size_t k = 0; k < p.outliers[n].size(); ++k) {
+        EXPECT_EQ(p.outliers[n][k].index, s.outliers[n][k].index) << "node " << n;
+        EXPECT_EQ(p.outliers[n][k].value, s.outliers[n][k].value) << "node " << n;
+      }
+    }
+    const LogitsSummary &x = p.logits, &y = s.logits;
+    EXPECT_EQ(x.chosen, y.chosen);
+    EXPECT_EQ(x.chosen_rank, y.chosen_rank);
+    EXPECT_NEAR(x.chosen_p, y.chosen_p, 1e-12 * y.chosen_p);
+    EXPECT_NEAR(x.entropy, y.entropy, 1e-12 * y.entropy);
+    EXPECT_EQ(x.nonfinite, y.nonfinite);
+    ASSERT_EQ(x.top.size(), y.top.size());
+    for (size_t k = 0; k < x.top.size(); ++k) {
+      EXPECT_EQ(x.top[k].id, y.top[k].id) << "top " << k;
+      EXPECT_EQ(x.top[k].logit, y.top[k].logit) << "top " << k;
+      EXPECT_NEAR(x.top[k].p, y.top[k].p, 1e-12 * y.top[k].p) << "top " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaGraphs, Pipelined, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? std::string("graphs") : std::string("eager"); });
+
+}  // namespace
