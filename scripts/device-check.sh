@@ -5,7 +5,7 @@
 # $OUT (the device tool's output folder; out/device when run by hand), bundled so at most a few
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
-#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace parity
+#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5).
@@ -57,12 +57,13 @@ gen_one() {
   local m=$ROOT/models/$1-$2.gguf
   [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
 }
-if has generate || has diff || has bench; then
+if has generate || has diff || has bench || has trace || has prefill; then
   t0=$(date +%s)
   need=()
   has generate && for w in $TYPES; do need+=("$PRESET $w"); done
   has bench && for w in q4_0 q8_0 q4_k_m; do need+=("$PRESET $w"); done
   has trace && for w in q4_0 q8_0; do need+=("$PRESET $w"); done
+  has prefill && need+=("$PRESET q4_0")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
   while read -r p w; do gen_one "$p" "$w" & done < <(printf '%s\n' "${need[@]}" | sort -u)
   wait
@@ -186,6 +187,22 @@ if has trace; then
   else
     say "nsys not found: the other-profiler case was not run"
   fi
+fi
+
+if has prefill; then
+  # Where a ~500-token prefill's GPU time goes (CUPTI records of step 0), both prefill paths.
+  TR=$OUT/traces; mkdir -p "$TR"
+  LONG=$(printf 'The quick brown fox jumps over the lazy dog near the river bank. %.0s' $(seq 40))
+  for path in mmq f16; do
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    t=$LOGS/prefill-$path.json
+    MINFER_TRACE_STATS_ONLY=1 MINFER_TRACE_KERNELS=0 "$B/bin/minfer" "$(model q4_0)" "$LONG" -n 1 --backend cuda --quiet \
+      --trace "$t" > /dev/null 2> "$LOGS/prefill-$path.err"
+    say "prefill breakdown $path: rc=$?"
+    python3 "$ROOT/scripts/device/kernel_breakdown.py" "$t" prefill > "$OUT/prefill-breakdown-$path.md" 2>> "$LOGS/breakdown.err"
+    head -24 "$OUT/prefill-breakdown-$path.md" >> "$SUMMARY"
+  done
+  unset MINFER_MMQ
 fi
 
 if has parity; then

@@ -23,6 +23,7 @@
 #include <cuda/functional>
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -121,6 +122,8 @@ __global__ void __launch_bounds__(kThreads, 8)
     attention_prefill_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
                              const float* __restrict__ v_cache, float* out, int n_head, int group, int hd, float scale,
                              bool vec4) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   __shared__ ChunkSmem sm;
   const int64_t r = blockIdx.x / n_head;
   const int h = static_cast<int>(blockIdx.x - r * n_head);
@@ -166,6 +169,8 @@ __global__ void __launch_bounds__(kThreads)
     attention_decode_chunk_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
                                   const float* __restrict__ v_cache, float* scratch, int group, int hd,
                                   int64_t kv_cols, int64_t max_ctx, int64_t n_chunks, float scale, bool vec4) {
+  pdl_wait();  // PDL: first, before reading pos (and q, the KV cache) and before the early return (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t n_keys = decode_keys(pos, max_ctx);
   const int64_t chunk = blockIdx.x;
   const int64_t t0 = chunk * kChunk;
@@ -194,6 +199,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     attention_decode_combine_kernel(const int32_t* pos, const float* scratch, float* out, int hd, int64_t max_ctx,
                                     int64_t n_chunks) {
+  pdl_wait();  // PDL: first, before reading pos and the chunk kernel's partials (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t n_keys = decode_keys(pos, max_ctx);
   const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
   const int h = blockIdx.x;
@@ -234,10 +241,9 @@ void attention_prefill(const float* q, const int32_t* pos, const float* k_cache,
   if (!q || !pos || !k_cache || !v_cache || !out) fail("CUDA kernel attention_prefill: null pointer");
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const unsigned grid = grid_1d(rows * n_head, 1, "attention_prefill");  // one CTA per (row, head)
-  attention_prefill_kernel<<<grid, kThreads, 0, s>>>(q, pos, k_cache, v_cache, out, static_cast<int>(n_head),
-                                                     static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim),
-                                                     softmax_scale(head_dim), vec4);
-  check_launch("attention_prefill", s);
+  launch_pdl("attention_prefill", attention_prefill_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, out,
+             static_cast<int>(n_head), static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim),
+             softmax_scale(head_dim), vec4);
 }
 
 int64_t attention_decode_chunk() { return kChunk; }
@@ -258,14 +264,11 @@ void attention_decode(const float* q, const int32_t* pos, const float* k_cache, 
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
   const dim3 grid(grid_1d(n_chunks, 1, "attention_decode"), static_cast<unsigned>(n_head));  // (chunk, head)
-  attention_decode_chunk_kernel<<<grid, kThreads, 0, s>>>(q, pos, k_cache, v_cache, scratch,
-                                                          static_cast<int>(n_head / n_head_kv),
-                                                          static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx,
-                                                          n_chunks, softmax_scale(head_dim), vec4);
-  check_launch("attention_decode", s);
-  attention_decode_combine_kernel<<<static_cast<unsigned>(n_head), kThreads, 0, s>>>(
-      pos, scratch, out, static_cast<int>(head_dim), max_ctx, n_chunks);
-  check_launch("attention_decode_combine", s);
+  launch_pdl("attention_decode", attention_decode_chunk_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, scratch,
+             static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx, n_chunks,
+             softmax_scale(head_dim), vec4);
+  launch_pdl("attention_decode_combine", attention_decode_combine_kernel, static_cast<unsigned>(n_head), kThreads, 0, s,
+             pos, scratch, out, static_cast<int>(head_dim), max_ctx, n_chunks);
 }
 
 }  // namespace minfer::cuda

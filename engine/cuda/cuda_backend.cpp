@@ -113,6 +113,7 @@ struct StepPlan {
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
+  DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   int32_t* host_argmax = nullptr;                      // pinned
   cuda::StepFusion fusion;                             // node groups run by one fused kernel
   StepSummaries summaries;                             // traced steps: node summaries on the device
@@ -171,7 +172,7 @@ struct CudaBackend::Impl {
   bool profiling = false;                    // CUPTI collects the last launched step
   // Launched steps alternate between two slots (host copies of their summaries, their events),
   // so step N stays readable while N+1 runs: `cur` is the last launched, `reading` the one
-  // output(), gpu_time() and read_logits_summary() read (read_previous_step).
+  // output(), gpu_time() and read_logits_summary() read (read_step).
   struct Slot {
     StepPlan* plan = nullptr;
     StepRecording rec;
@@ -343,6 +344,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   p.positions.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "positions");
   CUDA_CHECK(cudaMallocHost(&p.host_inputs, 2 * static_cast<size_t>(g.n_tokens) * sizeof(int32_t)));
   p.argmax.alloc(sizeof(int32_t), "the greedy token");
+  p.argmax_scratch.alloc(cuda::argmax_scratch_bytes(), "the greedy token's scratch");
+  CUDA_CHECK(cudaMemsetAsync(p.argmax_scratch.get(), 0, p.argmax_scratch.bytes(), stream));
   CUDA_CHECK(cudaMallocHost(&p.host_argmax, sizeof(int32_t)));
   const HParams& h = m.hp;
   // Split-KV partials: only one-row attention (decode, a one-token prefill) uses them.
@@ -535,7 +538,8 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
   const Node& last = g.nodes.back();
   if (last.op == Op::Logits) {
     cuda::KernelProfiler::NodeScope scope(profiling && !cap, last.id);
-    cuda::argmax(out(p, last.id) + (last.rows() - 1) * last.cols(), last.cols(), p.argmax.as<int32_t>(), stream);
+    cuda::argmax(out(p, last.id) + (last.rows() - 1) * last.cols(), last.cols(), p.argmax.as<int32_t>(),
+                 p.argmax_scratch.get(), stream);
     if (cap) cap->mark(last.id);
   }
 }
@@ -709,12 +713,12 @@ bool CudaBackend::keeps_step_results(const StepRecording& r) const {
   return nodes && logits && !r.kernels;
 }
 
-void CudaBackend::read_previous_step() {
+void CudaBackend::read_step(bool previous) {
   Impl& d = *impl_;
-  d.reading = d.cur ^ 1;
+  d.reading = previous ? d.cur ^ 1 : d.cur;
   Impl::Slot& sl = d.slots[static_cast<size_t>(d.reading)];
   const bool held = std::any_of(d.plans.begin(), d.plans.end(), [&](const auto& kv) { return kv.second.get() == sl.plan; });
-  if (!sl.plan || !held) fail("read_previous_step: the previous step's plan is gone (a new prompt or context)");
+  if (!sl.plan || !held) fail("read_step: that step's plan is gone (a new prompt or context)");
   sl.plan->summaries.read_slot = d.reading;
 }
 

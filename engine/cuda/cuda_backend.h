@@ -35,7 +35,7 @@ class CudaBackend final : public Backend {
   void set_recording(const StepRecording& r, const Observer& o) override;
   StepGpuTime gpu_time() override;
   bool keeps_step_results(const StepRecording& r) const override;
-  void read_previous_step() override;
+  void read_step(bool previous) override;
   std::optional<LogitsSummary> read_logits_summary(const Graph& g) override;
   std::string kernel_records_unavailable() const override;
   const char* summaries_computed_on() const override { return "device"; }

@@ -8,6 +8,7 @@
 #include "cuda/elementwise.h"
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -46,6 +47,8 @@ struct BiasOp {
 // (and in the ragged tail of n) scalar accesses. b may be null (unary ops).
 template <class Op>
 __global__ void map_kernel(const float* a, const float* b, float* y, int64_t n, bool vec4, Op op) {
+  pdl_wait();  // PDL: before any read or write (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t i0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPerThread;
   if (i0 >= n) return;
   if (vec4 && i0 + kPerThread <= n) {
@@ -70,8 +73,7 @@ void launch_map(const char* kernel, const float* a, const float* b, float* y, in
   if (!a || !y) fail("CUDA kernel ", kernel, ": null pointer");
   const bool vec4 = aligned16(a) && aligned16(y) && (!b || aligned16(b));
   const unsigned grid = grid_1d((n + kPerThread - 1) / kPerThread, kThreads, kernel);
-  map_kernel<<<grid, kThreads, 0, s>>>(a, b, y, n, vec4, op);
-  check_launch(kernel, s);
+  launch_pdl(kernel, map_kernel<Op>, grid, kThreads, 0, s, a, b, y, n, vec4, op);
 }
 
 }  // namespace

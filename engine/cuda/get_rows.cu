@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
@@ -20,6 +21,8 @@ constexpr int kThreads = 128;
 template <WeightType T>
 __global__ void get_rows_quant_kernel(const uint8_t* __restrict__ w, int64_t n_rows, int64_t n_cols,
                                       const int32_t* __restrict__ ids, float* __restrict__ y) {
+  pdl_wait();  // PDL: before reading ids and writing y, and before the early return (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t i = blockIdx.x;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= n_cols / 8) return;
@@ -48,6 +51,8 @@ __device__ __forceinline__ float load_float(const void* w, int64_t i) {
 template <WeightType T>
 __global__ void get_rows_float_kernel(const void* __restrict__ w, int64_t n_rows, int64_t n_cols,
                                       const int32_t* __restrict__ ids, float* __restrict__ y) {
+  pdl_wait();  // PDL: as above
+  pdl_launch_dependents();
   const int64_t i = blockIdx.x;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
   if (c0 >= n_cols) return;
@@ -66,10 +71,10 @@ void launch(const void* w, int64_t n_rows, int64_t n_cols, const int32_t* ids, i
   if (gy > 65535) fail("CUDA kernel ", kernel, ": rows of ", n_cols, " elements are too wide");
   const dim3 grid(gx, static_cast<unsigned>(gy));
   if constexpr (T == WeightType::F32 || T == WeightType::F16 || T == WeightType::BF16)
-    get_rows_float_kernel<T><<<grid, kThreads, 0, s>>>(w, n_rows, n_cols, ids, y);
+    launch_pdl(kernel, get_rows_float_kernel<T>, grid, kThreads, 0, s, w, n_rows, n_cols, ids, y);
   else
-    get_rows_quant_kernel<T><<<grid, kThreads, 0, s>>>(static_cast<const uint8_t*>(w), n_rows, n_cols, ids, y);
-  check_launch(kernel, s);
+    launch_pdl(kernel, get_rows_quant_kernel<T>, grid, kThreads, 0, s, static_cast<const uint8_t*>(w), n_rows, n_cols,
+               ids, y);
 }
 
 }  // namespace

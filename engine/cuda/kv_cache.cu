@@ -7,6 +7,7 @@
 #include "cuda/kv_cache.h"
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -15,6 +16,8 @@ constexpr int kThreads = 256;
 
 __global__ void kv_store_kernel(const float* k, const float* v, const int32_t* pos, int64_t rows, int64_t cols,
                                 int64_t slots, float* k_cache, float* v_cache, int64_t n_ctx, bool vec4) {
+  pdl_wait();  // PDL: first, before the early returns and any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= rows * slots) return;
   const int64_t r = t / slots;
@@ -49,8 +52,8 @@ void kv_store(const float* k, const float* v, const int32_t* pos, int64_t rows, 
   const int64_t slots = (n_embd_kv + 3) / 4;
   const bool vec4 = n_embd_kv % 4 == 0 && aligned16(k) && aligned16(v) && aligned16(k_cache) && aligned16(v_cache);
   const unsigned grid = grid_1d(rows * slots, kThreads, "kv_store");
-  kv_store_kernel<<<grid, kThreads, 0, s>>>(k, v, pos, rows, n_embd_kv, slots, k_cache, v_cache, n_ctx, vec4);
-  check_launch("kv_store", s);
+  launch_pdl("kv_store", kv_store_kernel, grid, kThreads, 0, s, k, v, pos, rows, n_embd_kv, slots, k_cache, v_cache,
+             n_ctx, vec4);
 }
 
 }  // namespace minfer::cuda

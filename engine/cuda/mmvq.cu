@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
@@ -49,6 +50,8 @@ template <WeightType T, int kWarpsPerRow>
 __global__ void __launch_bounds__(kThreads)
     mmvq_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t blocks_per_row,
                 const BlockQ8_1* __restrict__ x, const float* __restrict__ bias, float* __restrict__ y) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   constexpr int kParts = qb::Codes<T>::kParts;
   constexpr int kActPerBlock = qb::kBlockElems<T> / QK;
   constexpr int kRowThreads = 32 * kWarpsPerRow;
@@ -80,6 +83,8 @@ template <WeightType T, int kWarpsPerRow, bool kVec8>
 __global__ void __launch_bounds__(kThreads)
     gemv_float_kernel(const void* __restrict__ w, int64_t n_out, int64_t n_in, const float* __restrict__ x,
                       const float* __restrict__ bias, float* __restrict__ y) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   constexpr int kRowThreads = 32 * kWarpsPerRow;
   const int warp = threadIdx.x / 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / kWarpsPerRow) + warp / kWarpsPerRow;
@@ -125,20 +130,22 @@ void launch_mmvq(const void* w, int64_t n_out, int64_t n_in, const void* x, cons
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const BlockQ8_1*>(x);
   if (wide_rows(blocks_per_row * qb::Codes<T>::kParts))
-    mmvq_kernel<T, 4><<<grid_1d(n_out, 1, kernel), kThreads, 0, s>>>(wb, n_out, blocks_per_row, xb, bias, y);
+    launch_pdl(kernel, mmvq_kernel<T, 4>, grid_1d(n_out, 1, kernel), kThreads, 0, s, wb, n_out, blocks_per_row, xb,
+               bias, y);
   else
-    mmvq_kernel<T, 1><<<grid_1d(n_out, kWarps, kernel), kThreads, 0, s>>>(wb, n_out, blocks_per_row, xb, bias, y);
-  check_launch(kernel, s);
+    launch_pdl(kernel, mmvq_kernel<T, 1>, grid_1d(n_out, kWarps, kernel), kThreads, 0, s, wb, n_out, blocks_per_row, xb,
+               bias, y);
 }
 
 template <WeightType T, bool kVec8>
 void launch_gemv_shape(const void* w, int64_t n_out, int64_t n_in, const float* x, const float* bias, float* y,
                        cudaStream_t s, const char* kernel) {
   if (wide_rows(n_in / 8))
-    gemv_float_kernel<T, 4, kVec8><<<grid_1d(n_out, 1, kernel), kThreads, 0, s>>>(w, n_out, n_in, x, bias, y);
+    launch_pdl(kernel, gemv_float_kernel<T, 4, kVec8>, grid_1d(n_out, 1, kernel), kThreads, 0, s, w, n_out, n_in, x,
+               bias, y);
   else
-    gemv_float_kernel<T, 1, kVec8><<<grid_1d(n_out, kWarps, kernel), kThreads, 0, s>>>(w, n_out, n_in, x, bias, y);
-  check_launch(kernel, s);
+    launch_pdl(kernel, gemv_float_kernel<T, 1, kVec8>, grid_1d(n_out, kWarps, kernel), kThreads, 0, s, w, n_out, n_in,
+               x, bias, y);
 }
 template <WeightType T>
 void launch_gemv(const void* w, int64_t n_out, int64_t n_in, const float* x, const float* bias, float* y,

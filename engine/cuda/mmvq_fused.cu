@@ -23,7 +23,9 @@
 // per SM (all resident, __launch_bounds__(256, 2)), so the prologue (norm + quantize of the whole
 // row, from L2) is paid once per CTA, not once per 4 rows as a per-row-group grid would. Before
 // the prologue each CTA issues L2 prefetches of its first tile's weight rows (a hint), so the
-// weight stream's DRAM latency overlaps the prologue.
+// weight stream's DRAM latency overlaps the prologue. Launched with PDL (pdl.cuh): the prefetch,
+// which touches weights only, comes before pdl_wait(), so it also overlaps the previous kernel's
+// tail; everything that reads x or writes comes after it.
 // Prologue: thread t sums float4 t, t + 256, ... (as rms_norm); then each group of 8 lanes
 // quantizes one 32-value block per pass (lane sub owns values 4sub..4sub+3: one float4 of x,
 // and of norm_w), 32 blocks per pass; the second read of x hits L1. Shared memory: n_in/32
@@ -34,6 +36,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 #include "cuda/mmvq.h"
 #include "cuda/q8_1_device.cuh"
 #include "cuda/quant_blocks.cuh"
@@ -224,6 +227,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_fused_kernel(const 
     const int64_t rows = sg.n_out - first < kRowsPerTile ? sg.n_out - first : kRowsPerTile;
     prefetch_l2(sg.w + first * sg.row_bytes, rows * sg.row_bytes);
   }
+  // PDL: the prefetch above touches weights only (constant during a step), so it overlaps the
+  // previous kernel's tail; the prologue reads x, so everything from here on waits (pdl.cuh).
+  pdl_wait();
+  pdl_launch_dependents();
   quantize_prologue(a.p, blockIdx.x == 0 ? a.p.x_hat_out : nullptr, xq);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -267,6 +274,8 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_swiglu_fused_kernel
     prefetch_l2(a.w_gate + first * a.row_bytes, rows * a.row_bytes);
     prefetch_l2(a.w_up + first * a.row_bytes, rows * a.row_bytes);
   }
+  pdl_wait();  // PDL: after the weight prefetch, before the prologue reads x (as mmvq_fused_kernel)
+  pdl_launch_dependents();
   quantize_prologue(a.p, blockIdx.x == 0 ? a.p.x_hat_out : nullptr, xq);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -373,13 +382,11 @@ size_t prologue_smem(int64_t n_in) { return static_cast<size_t>(n_in / QK) * siz
 
 template <int W, int R>
 void launch_fused(const FusedArgs& a, cudaStream_t s, const char* kernel) {
-  mmvq_fused_kernel<W, R><<<capped_grid(a.n_tiles), kThreads, prologue_smem(a.p.n_in), s>>>(a);
-  check_launch(kernel, s);
+  launch_pdl(kernel, mmvq_fused_kernel<W, R>, capped_grid(a.n_tiles), kThreads, prologue_smem(a.p.n_in), s, a);
 }
 template <int W, int R>
 void launch_swiglu(const SwigluArgs& a, cudaStream_t s, const char* kernel) {
-  mmvq_swiglu_fused_kernel<W, R><<<capped_grid(a.n_tiles), kThreads, prologue_smem(a.p.n_in), s>>>(a);
-  check_launch(kernel, s);
+  launch_pdl(kernel, mmvq_swiglu_fused_kernel<W, R>, capped_grid(a.n_tiles), kThreads, prologue_smem(a.p.n_in), s, a);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 #include "cuda/q8_1_device.cuh"
 #include "quant/blocks.h"
 
@@ -25,6 +26,8 @@ constexpr int kThreads = 256;  // 32 blocks of 32 values per CTA
 // 8 aligned lanes of one warp: they reduce amax and sum(q) with xor-shuffles of width 8. Threads
 // past the end still take part in the shuffles (full mask) but load and store nothing.
 __global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t n_blocks, BlockQ8_1* __restrict__ y) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t b = t / 8;
   const int sub = static_cast<int>(t % 8);
@@ -47,9 +50,8 @@ void quantize_q8_1(const float* x, int64_t rows, int64_t cols, void* y, cudaStre
   if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0) fail(kernel, ": input must be 16-byte aligned");
   if ((reinterpret_cast<uintptr_t>(y) & 3u) != 0) fail(kernel, ": output must be 4-byte aligned");
   const int64_t n_blocks = rows * (cols / QK);
-  quantize_q8_1_kernel<<<grid_1d(n_blocks * 8, kThreads, kernel), kThreads, 0, s>>>(x, n_blocks,
-                                                                                   static_cast<BlockQ8_1*>(y));
-  check_launch(kernel, s);
+  launch_pdl(kernel, quantize_q8_1_kernel, grid_1d(n_blocks * 8, kThreads, kernel), kThreads, 0, s, x, n_blocks,
+             static_cast<BlockQ8_1*>(y));
 }
 
 }  // namespace minfer::cuda

@@ -12,6 +12,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -20,6 +21,8 @@ constexpr int kThreads = 256;
 
 template <bool kVec4>
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, const float* w, float* y, int64_t cols, float eps) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   using BlockReduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename BlockReduce::TempStorage tmp;
   __shared__ float row_scale;
@@ -67,12 +70,10 @@ void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t co
   if (!x || !w || !y) fail("CUDA kernel rms_norm: null pointer");
   if (!(eps >= 0.0f)) fail("CUDA kernel rms_norm: eps must be >= 0 (got ", eps, ")");
   const unsigned grid = grid_1d(rows, 1, "rms_norm");  // one CTA per row
-  if (cols % 4 == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
-    rms_norm_kernel<true><<<grid, kThreads, 0, s>>>(x, w, y, cols, eps);
-  } else {
-    rms_norm_kernel<false><<<grid, kThreads, 0, s>>>(x, w, y, cols, eps);
-  }
-  check_launch("rms_norm", s);
+  if (cols % 4 == 0 && aligned16(x) && aligned16(w) && aligned16(y))
+    launch_pdl("rms_norm", rms_norm_kernel<true>, grid, kThreads, 0, s, x, w, y, cols, eps);
+  else
+    launch_pdl("rms_norm", rms_norm_kernel<false>, grid, kThreads, 0, s, x, w, y, cols, eps);
 }
 
 }  // namespace minfer::cuda

@@ -11,6 +11,7 @@
 #include "cuda/rope.h"
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -20,6 +21,8 @@ constexpr int kMaxHalf = 128;  // head_dim <= 256
 
 __global__ void __launch_bounds__(kThreads)
     rope_neox_kernel(const float* x, const int32_t* pos, float* y, int64_t n_heads, int half, double base) {
+  pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
+  pdl_launch_dependents();
   __shared__ float cs[kMaxHalf], sn[kMaxHalf];
   const int64_t row = blockIdx.x;
   const int64_t cols = n_heads * 2 * half;
@@ -57,8 +60,8 @@ void rope_neox(const float* x, const int32_t* pos, float* y, int64_t rows, int64
   if (rows == 0) return;
   if (!x || !pos || !y) fail("CUDA kernel rope_neox: null pointer");
   const unsigned grid = grid_1d(rows, 1, "rope_neox");  // one CTA per row
-  rope_neox_kernel<<<grid, kThreads, 0, s>>>(x, pos, y, n_heads, static_cast<int>(head_dim / 2), base);
-  check_launch("rope_neox", s);
+  launch_pdl("rope_neox", rope_neox_kernel, grid, kThreads, 0, s, x, pos, y, n_heads, static_cast<int>(head_dim / 2),
+             base);
 }
 
 }  // namespace minfer::cuda

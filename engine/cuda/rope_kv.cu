@@ -13,6 +13,7 @@
 #include "cuda/rope_kv.h"
 
 #include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -24,6 +25,8 @@ __global__ void __launch_bounds__(kThreads)
     rope_kv_store_kernel(const float* q, const float* k, const float* __restrict__ v, const int32_t* __restrict__ pos,
                          int n_head, int half, double base, float* q_rope, float* k_rope,
                          float* __restrict__ k_cache, float* __restrict__ v_cache, int64_t n_ctx) {
+  pdl_wait();  // PDL: first, before reading pos, q, k, v and writing anything (pdl.cuh)
+  pdl_launch_dependents();
   __shared__ float cs[kMaxHalf], sn[kMaxHalf];
   const int head_dim = 2 * half;
   const int64_t p_raw = pos[0];
@@ -79,10 +82,8 @@ void rope_kv_store(const float* q, const float* k, const float* v, const int32_t
   if (n_head > (1 << 20) || n_head_kv > (1 << 20))
     fail("CUDA kernel ", kernel, ": too many heads (", n_head, " + ", n_head_kv, ")");
   const unsigned grid = grid_1d(n_head + n_head_kv, 1, kernel);  // one CTA per head
-  rope_kv_store_kernel<<<grid, kThreads, 0, s>>>(q, k, v, pos, static_cast<int>(n_head),
-                                                 static_cast<int>(head_dim / 2), base, q_rope, k_rope, k_cache,
-                                                 v_cache, n_ctx);
-  check_launch(kernel, s);
+  launch_pdl(kernel, rope_kv_store_kernel, grid, kThreads, 0, s, q, k, v, pos, static_cast<int>(n_head),
+             static_cast<int>(head_dim / 2), base, q_rope, k_rope, k_cache, v_cache, n_ctx);
 }
 
 }  // namespace minfer::cuda

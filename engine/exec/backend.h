@@ -66,11 +66,12 @@ class Backend {
   virtual StepGpuTime gpu_time() { return {}; }
   // Whether everything an observer recording `r` reads of a step (node summaries, GPU time,
   // the logits summary) stays readable after the next step is launched: the generation loop
-  // then launches step N+1 before it hands step N to the observer (read_previous_step).
+  // then launches step N+1 before it hands step N to the observer (read_step).
   virtual bool keeps_step_results(const StepRecording& r) const { (void)r; return false; }
-  // After run_step(N+1): output(), gpu_time() and read_logits_summary() refer to step N again,
-  // until the next run_step. Only when keeps_step_results() held for step N's recording.
-  virtual void read_previous_step() {}
+  // Which launched step output(), gpu_time() and read_logits_summary() refer to: the last one
+  // (run_step selects it), or after run_step(N+1) step N again (previous; only when
+  // keeps_step_results() held for step N's recording).
+  virtual void read_step(bool previous) { (void)previous; }
   // The last step's logits summary, when the backend computed it (set_recording's
   // logits_top_k; chosen = the greedy token); nullopt otherwise.
   virtual std::optional<LogitsSummary> read_logits_summary(const Graph& g) { (void)g; return std::nullopt; }

@@ -58,7 +58,7 @@ double Executor::run(const Graph& g, const StepInfo& s) {
 void Executor::deliver(const Graph& g, const StepInfo& s, const StepRecording& rec, bool previous) {
   if (!observer_) return;
   observer_->on_step_begin(g, s);
-  if (previous) backend_.read_previous_step();
+  backend_.read_step(previous);
   report_nodes(g, s, rec);
 }
 

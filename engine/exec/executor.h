@@ -23,7 +23,7 @@ class Executor {
   // Enqueues the step on the backend(s), prepared for `rec`.
   void launch(const Graph& g, const StepInfo& s, const StepRecording& rec);
   // Hands a launched step to the observer: on_step_begin, its nodes, its GPU time. previous:
-  // a later step was launched since (Backend::read_previous_step).
+  // a later step was launched since (Backend::read_step).
   void deliver(const Graph& g, const StepInfo& s, const StepRecording& rec, bool previous);
 
  private:

@@ -52,7 +52,9 @@ struct Log : Observer {
     return r;
   }
   void on_step_begin(const Graph& g, const StepInfo& s) override {
-    if (!steps.empty()) EXPECT_TRUE(steps.back().ended) << "step " << s.step << " began before the previous ended";
+    if (!steps.empty()) {
+      EXPECT_TRUE(steps.back().ended) << "step " << s.step << " began before the previous ended";
+    }
     StepSeen st;
     st.step = s.step;
     st.launched = s.launched;
@@ -104,10 +106,14 @@ TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
     SCOPED_TRACE("step " + std::to_string(i));
     EXPECT_EQ(p.step, static_cast<int>(i));
     EXPECT_TRUE(p.ended);
-    if (i > 0) EXPECT_TRUE(p.device_logits) << "a decode step's logits summary comes from the device";
+    if (i > 0) {
+      EXPECT_TRUE(p.device_logits) << "a decode step's logits summary comes from the device";
+    }
     EXPECT_FALSE(s.device_logits);
     // Step N goes to the observer after step N+1 was launched (not for the last step).
-    if (i > 0 && i + 1 < pl.steps.size()) EXPECT_GT(p.begun, pl.steps[i + 1].launched) << "not pipelined";
+    if (i > 0 && i + 1 < pl.steps.size()) {
+      EXPECT_GT(p.begun, pl.steps[i + 1].launched) << "not pipelined";
+    }
     for (size_t n = 0; n < p.summaries.size(); ++n) {
       const TensorSummary &x = p.summaries[n], &y = s.summaries[n];
       EXPECT_TRUE(same(x.stats.min, y.stats.min) && same(x.stats.max, y.stats.max) && same(x.stats.mean, y.stats.mean) &&

@@ -140,18 +140,21 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
     EXPECT_GT(a.gpu[s].busy_ms, 0) << "step " << s;
     EXPECT_LE(a.gpu[s].busy_ms, a.gpu[s].gpu_ms + 1e-9) << "step " << s;
     EXPECT_EQ(a.gpu[s].dropped, 0) << "step " << s;
-    if (s > 0 && graphs)
+    if (s > 0 && graphs) {
       EXPECT_EQ(static_cast<int64_t>(a.gpu[s].kernels.size()), plain.decode_kernels() + 4)
           << "step " << s << ": a replay shows the captured kernels plus the summaries";
+    }
     // Every node that has an output is computed by some kernel, its own or its fused group's.
     std::map<int, bool> covered;
     for (const KernelRecord& k : a.gpu[s].kernels) {
       covered[k.node] = true;
       for (int c : k.covers) covered[c] = true;
     }
-    for (const Node& n : g.nodes)
-      if (n.executed() && n.has_output && n.op != Op::Input)
+    for (const Node& n : g.nodes) {
+      if (n.executed() && n.has_output && n.op != Op::Input) {
         EXPECT_TRUE(covered[n.id]) << "step " << s << ": no kernel for node " << n.name;
+      }
+    }
   }
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Per-kernel time breakdown of the decode steps of a CUDA trace (CUPTI kernel records).
+"""Per-kernel time breakdown of the decode (or prefill) steps of a CUDA trace (CUPTI kernel records).
 
-usage: kernel_breakdown.py TRACE.json[.gz]   -> markdown on stdout
+usage: kernel_breakdown.py TRACE.json[.gz] [decode|prefill]   -> markdown on stdout
 
-Groups each decode step's kernels by function (template arguments dropped) and by the op of
+Groups each step's kernels by function (template arguments dropped) and by the op of
 the node they are attributed to, and prints the mean per step over the decode steps that carry
 kernel records, with the step's GPU span, busy time and idle gaps.
 """
@@ -39,9 +39,10 @@ def short(name):
 def main():
     t = load(sys.argv[1])
     graphs = {g["id"]: g for g in t["graphs"]}
-    steps = [s for s in t["steps"] if s["phase"] == "decode" and s.get("kernels")]
+    phase = sys.argv[2] if len(sys.argv) > 2 else "decode"
+    steps = [s for s in t["steps"] if s["phase"] == phase and s.get("kernels")]
     if not steps:
-        sys.exit("no decode step with kernel records in " + sys.argv[1])
+        sys.exit(f"no {phase} step with kernel records in " + sys.argv[1])
     by_fn, by_op = defaultdict(list), defaultdict(list)
     spans, busy, counts = [], [], []
     for s in steps:
@@ -69,8 +70,8 @@ def main():
         counts.append(len(s["kernels"]))
     n = len(steps)
     meta = t["meta"]
-    print(f"Decode-step kernel breakdown: `{meta['model']['file']}`, {meta['backend']} {meta['matmul_path']}, "
-          f"{meta.get('device', '')}, commit {meta.get('commit', '?')}; mean over {n} decode steps with CUPTI records "
+    print(f"{phase.capitalize()}-step kernel breakdown: `{meta['model']['file']}`, {meta['backend']} {meta['matmul_path']}, "
+          f"{meta.get('device', '')}, commit {meta.get('commit', '?')}; mean over {n} {phase} steps with CUPTI records "
           f"(steps {', '.join(str(s['index']) for s in steps)}).\n")
     print(f"GPU span {statistics.mean(spans):.1f} µs/step, busy {statistics.mean(busy):.1f} µs, idle gaps "
           f"{statistics.mean(spans) - statistics.mean(busy):.1f} µs, {statistics.mean(counts):.0f} kernels/step "
