@@ -158,7 +158,7 @@ int pipeline_workers(const nlohmann::json& meta) {
   // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
   if (meta.value("backend", std::string()) != "cuda") return 0;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(cores - 2, 1, 8);
+  return std::clamp(cores - 2, 1, 16);  // the run thread and the writer keep one core each
 }
 
 // Adds the time since `t0` to `total` when it goes out of scope.
@@ -273,6 +273,7 @@ struct Recorder::Impl {
     step_selected = step_filter.contains(s.step);
     step_start = s.launched != Clock::time_point{} ? s.launched : Clock::now();
     step = StepData{};
+    if (step_selected) step.nodes.reserve(g.nodes.size());  // no moves of the records while gathering
     step.graph_id = graph_id;
     step.selected = step_selected;
     step.start_ms = ms_between(t0, step_start);
@@ -413,7 +414,9 @@ struct Recorder::Impl {
           d.no_output = "fused";
           step.nodes.push_back(std::move(d));
         }
-      std::stable_sort(step.nodes.begin(), step.nodes.end(), [](const NodeData& a, const NodeData& b) { return a.id < b.id; });
+      const auto by_id = [](const NodeData& a, const NodeData& b) { return a.id < b.id; };
+      if (!std::is_sorted(step.nodes.begin(), step.nodes.end(), by_id))  // the executor reports in id order
+        std::stable_sort(step.nodes.begin(), step.nodes.end(), by_id);
     }
     auto data = std::make_shared<StepData>(std::move(step));
     Stopwatch sw{queue_wait_ms};

@@ -25,11 +25,14 @@ run() {  # $1 = mode; prints decode tokens/s
     sed -n 's/.*decode: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p'
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-declare -A tps size
+declare -A tps size rec
 for mode in "${MODES[@]}"; do
   tps[$mode]=$(for i in $(seq "$R"); do run "$mode"; done | median)
   [ -n "${tps[$mode]}" ] || { echo "bench-trace-overhead: no decode rate from mode $mode" >&2; exit 1; }
-  size[$mode]=$( [ -f "$T/t.json" ] && stat -c %s "$T/t.json" || echo 0); rm -f "$T/t.json"
+  size[$mode]=$( [ -f "$T/t.json" ] && stat -c %s "$T/t.json" || echo 0)
+  # Where the recorder's time went in the last run (run thread, queue wait, final drain).
+  rec[$mode]=$( [ -f "$T/t.json" ] && python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["timings"].get("recorder")))' "$T/t.json" || echo null)
+  rm -f "$T/t.json"
 done
 join() { local IFS=,; echo "$*"; }
 fields() { local f=$1 out=() m; for m in "${MODES[@]}"; do out+=("\"$m\": $(eval "echo \${$f[$m]}")"); done; join "${out[@]}"; }
@@ -38,5 +41,6 @@ cat <<JSON
 {"model": "$(basename "$M")", "backend": "$BACKEND", "decode_tokens": $N, "repetitions": $R,
  "decode_tok_s": {$(fields tps)},
  "time_per_token_ratio_to_off": {$(ratios)},
- "trace_bytes": {$(fields size)}}
+ "trace_bytes": {$(fields size)},
+ "recorder_timings_ms": {$(fields rec)}}
 JSON

@@ -7,7 +7,8 @@
 //   l = w_a l_a + w_b l_b,  acc = w_a acc_a + w_b acc_b;  at the end out = acc / l.
 // Prefill: one CTA per (row, head) walks its chunks in order, merging as it goes.
 // Decode: one CTA per (chunk, head) over the reserved context (the live length is read from
-// device memory, so chunks past it exit at once), partials to scratch, then a combine kernel.
+// device memory, so chunks past it exit at once), partials to scratch; the last live CTA of a
+// head to finish (a per-head ticket counter) merges them, so a layer's attention is one launch.
 //
 // Thread-to-data inside a chunk (128 threads, one CTA):
 //   scores:  thread t owns key t0 + t: a float4 dot product of q (shared memory, broadcast) with
@@ -163,20 +164,50 @@ __device__ __forceinline__ int64_t slot_offset(int h, int64_t chunk, int64_t n_c
   return (static_cast<int64_t>(h) * n_chunks + chunk) * (hd + 2);
 }
 
-// Decode, pass 1. Thread-to-data: CTA (x = chunk, y = head h) owns keys [chunk*128, +128) of head
-// h; see attend_chunk. Chunks at or past the live length return before touching anything.
+// The merge of head h's live partials into out (thread t: dims t, t + 128, ...). Partials written
+// by other CTAs are read through L2 (__ldcg): L1 is not coherent across SMs.
+__device__ void combine_head(const float* scratch, float* out, int h, int hd, int64_t n_live, int64_t n_chunks) {
+  const float* slots = scratch + slot_offset(h, 0, n_chunks, hd);
+  float m = -INFINITY;
+  for (int64_t c = 0; c < n_live; ++c) m = fmaxf(m, __ldcg(slots + c * (hd + 2)));
+  for (int d = threadIdx.x; d < hd; d += kThreads) {
+    float l = 0.f, acc = 0.f;
+    for (int64_t c = 0; c < n_live; ++c) {
+      const float* slot = slots + c * (hd + 2);
+      const float w = expf(__ldcg(slot) - m);
+      l += w * __ldcg(slot + 1);
+      acc += w * __ldcg(slot + 2 + d);
+    }
+    out[static_cast<int64_t>(h) * hd + d] = acc / l;
+  }
+}
+
+// Decode. Thread-to-data: CTA (x = chunk, y = head h) owns keys [chunk*128, +128) of head h; see
+// attend_chunk. Chunks at or past the live length return before touching anything (with no live
+// key at all, chunk 0 writes the zero output). Each live CTA leaves its partial in scratch, then
+// takes a ticket of its head; the one that takes the last merges the head (combine_head) and
+// resets the counter for the next launch. The merge reads the partials in chunk order whoever is
+// last: the result does not depend on the order the CTAs finish in.
 __global__ void __launch_bounds__(kThreads)
-    attention_decode_chunk_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
-                                  const float* __restrict__ v_cache, float* scratch, int group, int hd,
-                                  int64_t kv_cols, int64_t max_ctx, int64_t n_chunks, float scale, bool vec4) {
+    attention_decode_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
+                            const float* __restrict__ v_cache, float* scratch, unsigned int* tickets, float* out,
+                            int group, int hd, int64_t kv_cols, int64_t max_ctx, int64_t n_chunks, float scale,
+                            bool vec4) {
   pdl_wait();  // PDL: first, before reading pos (and q, the KV cache) and before the early return (pdl.cuh)
   pdl_launch_dependents();
   const int64_t n_keys = decode_keys(pos, max_ctx);
+  const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
   const int64_t chunk = blockIdx.x;
   const int64_t t0 = chunk * kChunk;
+  const int h = blockIdx.y;
+  if (n_live == 0) {  // no keys: a zero output, as the CPU twin
+    if (chunk == 0)
+      for (int d = threadIdx.x; d < hd; d += kThreads) out[static_cast<int64_t>(h) * hd + d] = 0.f;
+    return;
+  }
   if (t0 >= n_keys) return;  // the same decision in every thread of the CTA
   __shared__ ChunkSmem sm;
-  const int h = blockIdx.y;
+  __shared__ bool last;
   for (int d = threadIdx.x; d < hd; d += kThreads) sm.q[d] = q[static_cast<int64_t>(h) * hd + d];
   __syncthreads();
   const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
@@ -192,31 +223,16 @@ __global__ void __launch_bounds__(kThreads)
     slot[0] = m_c;
     slot[1] = l_c;
   }
-}
-
-// Decode, pass 2: merge the live chunks' partials. Thread-to-data: CTA h owns head h; thread t
-// owns output dims t, t + 128, ... and walks the live chunks (their m, l are broadcast loads).
-__global__ void __launch_bounds__(kThreads)
-    attention_decode_combine_kernel(const int32_t* pos, const float* scratch, float* out, int hd, int64_t max_ctx,
-                                    int64_t n_chunks) {
-  pdl_wait();  // PDL: first, before reading pos and the chunk kernel's partials (pdl.cuh)
-  pdl_launch_dependents();
-  const int64_t n_keys = decode_keys(pos, max_ctx);
-  const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
-  const int h = blockIdx.x;
-  const float* slots = scratch + slot_offset(h, 0, n_chunks, hd);
-  float m = -INFINITY;
-  for (int64_t c = 0; c < n_live; ++c) m = fmaxf(m, slots[c * (hd + 2)]);
-  for (int d = threadIdx.x; d < hd; d += kThreads) {
-    float l = 0.f, acc = 0.f;
-    for (int64_t c = 0; c < n_live; ++c) {
-      const float* slot = slots + c * (hd + 2);
-      const float w = expf(slot[0] - m);
-      l += w * slot[1];
-      acc += w * slot[2 + d];
-    }
-    out[static_cast<int64_t>(h) * hd + d] = n_live > 0 ? acc / l : 0.f;
+  __threadfence();  // this thread's part of the partial is visible device-wide before the ticket
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&tickets[h], 1u) == static_cast<unsigned int>(n_live - 1);
+    if (last) __threadfence();  // and every other CTA's partial is visible to this one
   }
+  __syncthreads();
+  if (!last) return;
+  combine_head(scratch, out, h, hd, n_live, n_chunks);
+  if (threadIdx.x == 0) tickets[h] = 0;  // every live CTA of this head has taken its ticket
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -248,6 +264,8 @@ void attention_prefill(const float* q, const int32_t* pos, const float* k_cache,
 
 int64_t attention_decode_chunk() { return kChunk; }
 
+int64_t attention_decode_tickets(int64_t n_head) { return n_head; }
+
 int64_t attention_decode_scratch_floats(int64_t n_head, int64_t head_dim, int64_t max_ctx) {
   if (n_head <= 0 || head_dim <= 0 || max_ctx <= 0)
     fail("attention_decode_scratch_floats: bad shape n_head=", n_head, " head_dim=", head_dim, " max_ctx=", max_ctx);
@@ -257,18 +275,17 @@ int64_t attention_decode_scratch_floats(int64_t n_head, int64_t head_dim, int64_
 
 void attention_decode(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
                       int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t max_ctx, float* scratch,
-                      cudaStream_t s) {
+                      unsigned int* tickets, cudaStream_t s) {
   check_heads("attention_decode", n_head, n_head_kv, head_dim);
   if (max_ctx <= 0) fail("CUDA kernel attention_decode: max_ctx must be > 0 (got ", max_ctx, ")");
-  if (!q || !pos || !k_cache || !v_cache || !out || !scratch) fail("CUDA kernel attention_decode: null pointer");
+  if (!q || !pos || !k_cache || !v_cache || !out || !scratch || !tickets)
+    fail("CUDA kernel attention_decode: null pointer");
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
   const dim3 grid(grid_1d(n_chunks, 1, "attention_decode"), static_cast<unsigned>(n_head));  // (chunk, head)
-  launch_pdl("attention_decode", attention_decode_chunk_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, scratch,
-             static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx, n_chunks,
-             softmax_scale(head_dim), vec4);
-  launch_pdl("attention_decode_combine", attention_decode_combine_kernel, static_cast<unsigned>(n_head), kThreads, 0, s,
-             pos, scratch, out, static_cast<int>(head_dim), max_ctx, n_chunks);
+  launch_pdl("attention_decode", attention_decode_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, scratch, tickets,
+             out, static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx,
+             n_chunks, softmax_scale(head_dim), vec4);
 }
 
 }  // namespace minfer::cuda

@@ -18,13 +18,16 @@ void attention_prefill(const float* q, const int32_t* pos, const float* k_cache,
 // Decode: one query row. The KV length pos[0] + 1 is read from device memory (the decode step is
 // one CUDA graph replayed for every token). Split over the KV length: the grid covers max_ctx
 // (the reserved context) in chunks of attention_decode_chunk() positions; chunks past the live
-// length exit at once; each live chunk leaves its partial (max, sum, acc) in `scratch` and a
-// second small kernel in the same stream combines them. A pos[0] >= max_ctx is clamped to
-// max_ctx - 1; a negative one gives a zero output (no keys), as the CPU twin does.
+// length exit at once; each live chunk leaves its partial (max, sum, acc) in `scratch`, and the
+// last of a head's chunks to finish merges them (one launch). `tickets`: attention_decode_tickets()
+// counters, zeroed once before the first launch (every launch leaves them zeroed); launches that
+// may overlap need their own. A pos[0] >= max_ctx is clamped to max_ctx - 1; a negative one
+// gives a zero output (no keys), as the CPU twin does.
 int64_t attention_decode_chunk();
 int64_t attention_decode_scratch_floats(int64_t n_head, int64_t head_dim, int64_t max_ctx);
+int64_t attention_decode_tickets(int64_t n_head);
 void attention_decode(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
                       int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t max_ctx, float* scratch,
-                      cudaStream_t s);
+                      unsigned int* tickets, cudaStream_t s);
 
 }  // namespace minfer::cuda

@@ -50,6 +50,7 @@ struct StepSummaries {
   std::vector<int> index;        // per node id: its tensor in ds, -1 when not summarised
   std::array<bool, 2> live{};    // host slot s holds the summaries of the step launched into it
   int read_slot = 0;             // the slot output() reads (Impl::reading)
+  const Observer* observer = nullptr;  // whose node selection `index` follows (wants() is per observer)
 };
 
 // A node's output in device memory. Its summary comes from the step's device summaries when the
@@ -112,6 +113,7 @@ struct StepPlan {
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
+  DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   int32_t* host_argmax = nullptr;                      // pinned
@@ -351,9 +353,13 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   // Split-KV partials: only one-row attention (decode, a one-token prefill) uses them.
   const bool split_kv = std::any_of(g.nodes.begin(), g.nodes.end(),
                                     [](const Node& n) { return n.executed() && n.op == Op::Attention && n.rows() == 1; });
-  if (split_kv)
+  if (split_kv) {
     p.attn_scratch.alloc(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, n_ctx)) * sizeof(float),
                          "split-KV attention scratch");
+    p.attn_tickets.alloc(static_cast<size_t>(cuda::attention_decode_tickets(h.n_head)) * sizeof(unsigned int),
+                         "split-KV attention merge counters");
+    CUDA_CHECK(cudaMemsetAsync(p.attn_tickets.get(), 0, p.attn_tickets.bytes(), stream));
+  }
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
   p.act_block.resize(g.nodes.size());
   for (const Node& n : g.nodes) p.act_block[static_cast<size_t>(n.id)] = activation_block(n);
@@ -434,7 +440,7 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
       const float* vc = v_cache.at(static_cast<size_t>(n.layer)).as<float>();
       if (rows == 1)  // decode: split over the KV length read from device memory
         cuda::attention_decode(in(0), pos, kc, vc, y, h.n_head, h.n_head_kv, h.head_dim, n_ctx,
-                               p.attn_scratch.as<float>(), stream);
+                               p.attn_scratch.as<float>(), p.attn_tickets.as<unsigned int>(), stream);
       else
         cuda::attention_prefill(in(0), pos, kc, vc, y, rows, h.n_head, h.n_head_kv, h.head_dim, stream);
       break;
@@ -547,6 +553,11 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
 // The device summary plan of this step's recorded nodes; rebuilt (and the traced graph
 // recaptured) only when the recorded node set or the spec changes.
 void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
+  StepSummaries& ss = p.summaries;
+  // The launch of every traced step passes here: the same observer and recording need no walk.
+  // More outliers than the device keeps are found on the host (DeviceOutput::outliers).
+  const int k = std::min(rec.outliers, cuda::DeviceSummaries::kMaxOutliers);
+  if (ss.ds && ss.observer == rec_observer && ss.ds->spec() == rec.spec && ss.ds->outliers() == k) return;
   // The recorded nodes, and the 8-bit activations of the recorded matmuls (for their block scales).
   std::vector<int> block(g.nodes.size(), -1);  // per node: -1 not summarised, else its scale block (0: none)
   for (const Node& n : g.nodes) {
@@ -561,9 +572,7 @@ void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
       index[static_cast<size_t>(n.id)] = static_cast<int>(tensors.size());
       tensors.push_back({out(p, n.id), n.rows(), n.cols(), block[static_cast<size_t>(n.id)]});
     }
-  StepSummaries& ss = p.summaries;
-  // More outliers than the device keeps are found on the host (DeviceOutput::outliers).
-  const int k = std::min(rec.outliers, cuda::DeviceSummaries::kMaxOutliers);
+  ss.observer = rec_observer;
   if (ss.ds && ss.ds->spec() == rec.spec && ss.ds->outliers() == k && ss.index == index) return;
   ss.ds = std::make_unique<cuda::DeviceSummaries>(tensors, rec.spec, k);
   ss.index = std::move(index);

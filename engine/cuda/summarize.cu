@@ -168,25 +168,32 @@ __device__ Candidate* outliers_of(unsigned char* records, const Job& j) {
                                       ((grid + 7) & ~size_t(7)));
 }
 
-// The block scales d = amax/127 of the quantization blocks that START in [begin, end).
+// The block scales d = amax/127 of the quantization blocks that START in [begin, end). One warp
+// per block (lane l reads elements l, l + 32, ... of it: coalesced), a shuffle max, and lane 0
+// adds the scale to its accumulator (the block-wide Acc reduction then combines them).
 __device__ void scale_blocks(const Job& j, int64_t begin, int64_t end, Acc& a) {
   const int64_t bpr = (j.cols + j.scale_block - 1) / j.scale_block;  // blocks per row
   const int64_t b_lo = (begin / j.cols) * bpr, b_hi = ((end - 1) / j.cols + 1) * bpr;
-  for (int64_t b = b_lo + threadIdx.x; b < b_hi; b += kThreads) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int64_t b = b_lo + warp; b < b_hi; b += kThreads / 32) {  // the same trip count in every lane
     const int64_t row = b / bpr, c0 = (b % bpr) * j.scale_block;
     const int64_t start = row * j.cols + c0;
     if (start < begin || start >= end) continue;
     const int64_t len = min(static_cast<int64_t>(j.scale_block), j.cols - c0);
     float amax = 0;
-    for (int64_t i = 0; i < len; ++i) {
+    for (int64_t i = lane; i < len; i += 32) {
       const float v = j.data[start + i];
       if (isfinite(v)) amax = fmaxf(amax, fabsf(v));
     }
-    const double d = amax / 127.0;
-    a.d_min = fmin(a.d_min, d);
-    a.d_max = fmax(a.d_max, d);
-    a.d_sum += d;
-    ++a.blocks;
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
+    if (lane == 0) {
+      const double d = amax / 127.0;
+      a.d_min = fmin(a.d_min, d);
+      a.d_max = fmax(a.d_max, d);
+      a.d_sum += d;
+      ++a.blocks;
+    }
   }
 }
 
@@ -464,10 +471,13 @@ std::vector<Outlier> DeviceSummaries::read_outliers(int slot, size_t i) const {
   std::memcpy(&h, rec, sizeof h);
   const size_t at = sizeof(Head) + sizeof(unsigned long long) * static_cast<size_t>(spec_.hist_bins) +
                     align8(sizeof(float) * static_cast<size_t>(l.grid_rows) * static_cast<size_t>(l.grid_cols));
-  std::vector<Candidate> c(static_cast<size_t>(h.n_outliers));
-  std::memcpy(c.data(), rec + at, c.size() * sizeof(Candidate));
   std::vector<Outlier> out;
-  for (const Candidate& x : c) out.push_back(Outlier{x.index, x.value, 0.0f});
+  out.reserve(static_cast<size_t>(h.n_outliers));
+  for (long long k = 0; k < h.n_outliers; ++k) {
+    Candidate x;
+    std::memcpy(&x, rec + at + static_cast<size_t>(k) * sizeof(Candidate), sizeof x);
+    out.push_back(Outlier{x.index, x.value, 0.0f});
+  }
   return out;
 }
 

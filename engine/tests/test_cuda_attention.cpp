@@ -74,7 +74,7 @@ struct Decode {
   Heads h;
   int64_t max_ctx;
   std::vector<float> kc, vc, q;
-  cuda::DeviceBuffer dk, dv, dq, dpos, dout, scratch;
+  cuda::DeviceBuffer dk, dv, dq, dpos, dout, scratch, tickets;
 
   Decode(const Heads& heads, int64_t ctx, uint32_t seed) : h(heads), max_ctx(ctx) {
     const int64_t kv_cols = h.n_head_kv * h.head_dim;
@@ -88,11 +88,14 @@ struct Decode {
     dout = poisoned(q.size() * sizeof(float));
     scratch = poisoned(static_cast<size_t>(cuda::attention_decode_scratch_floats(h.n_head, h.head_dim, max_ctx)) *
                        sizeof(float));
+    tickets = cuda::DeviceBuffer(static_cast<size_t>(cuda::attention_decode_tickets(h.n_head)) * sizeof(unsigned int),
+                                 "merge counters");
+    CUDA_CHECK(cudaMemset(tickets.get(), 0, tickets.bytes()));  // zeroed once, as attention.h asks
     CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and poison land before any other stream runs
   }
   void launch(cudaStream_t s) {
     cuda::attention_decode(dq.as<float>(), dpos.as<int32_t>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
-                           h.n_head, h.n_head_kv, h.head_dim, max_ctx, scratch.as<float>(), s);
+                           h.n_head, h.n_head_kv, h.head_dim, max_ctx, scratch.as<float>(), tickets.as<unsigned int>(), s);
   }
   // Writes the position into device memory and poisons the output (stream-ordered).
   void set_position(int32_t p, cudaStream_t s) {
@@ -196,7 +199,7 @@ TEST(CudaAttention, BadArgumentsNameTheKernel) {
     EXPECT_NE(std::string(e.what()).find("attention_prefill"), std::string::npos) << e.what();
   }
   try {
-    cuda::attention_decode(f, p, f, f, f, 2, 2, 300, 16, f, nullptr);  // head_dim > 256
+    cuda::attention_decode(f, p, f, f, f, 2, 2, 300, 16, f, d.as<unsigned int>(), nullptr);  // head_dim > 256
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("attention_decode"), std::string::npos) << e.what();
