@@ -8,7 +8,8 @@
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
-# (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5).
+# (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
+# (regex over the test programs the sanitizers run, default all).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -142,6 +143,7 @@ if has sanitize; then
     fails=0
     for t in "$B"/tests/test_cuda_*; do
       n=$(basename "$t")
+      [[ $n =~ ${MINFER_SANITIZE_TESTS:-.} ]] || continue
       # The whole-model test is large: the sanitizers run its graph-replay test and one type.
       filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
       compute-sanitizer --tool $tool --error-exitcode 99 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1

@@ -168,6 +168,27 @@ __device__ Candidate* outliers_of(unsigned char* records, const Job& j) {
                                       ((grid + 7) & ~size_t(7)));
 }
 
+// f(x, i) for this thread's elements i = begin + t, begin + t + kThreads, ... < end, in index
+// order, with kBatch loads issued before the first use: a chunk's few elements per thread cost
+// one memory latency, not one each.
+constexpr int kBatch = 8;
+template <class F>
+__device__ __forceinline__ void for_each_element(const float* data, int64_t begin, int64_t end, F f) {
+  for (int64_t base = begin + threadIdx.x; base < end; base += static_cast<int64_t>(kThreads) * kBatch) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t i = base + static_cast<int64_t>(u) * kThreads;
+      v[u] = i < end ? data[i] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t i = base + static_cast<int64_t>(u) * kThreads;
+      if (i < end) f(v[u], i);
+    }
+  }
+}
+
 // The block scales d = amax/127 of the quantization blocks that START in [begin, end). One warp
 // per block (lane l reads elements l, l + 32, ... of it: coalesced), a shuffle max, and lane 0
 // adds the scale to its accumulator (the block-wide Acc reduction then combines them).
@@ -208,21 +229,21 @@ __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const 
   Acc a = empty_acc();
   TopK top;
   top.init(j.k);
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    const float x = j.data[i];
-    if (isnan(x)) { ++a.nan; continue; }
-    if (isinf(x)) {
+  for_each_element(j.data, begin, end, [&](float x, int64_t i) {
+    if (isnan(x)) {
+      ++a.nan;
+    } else if (isinf(x)) {
       ++a.inf;
       top.offer({i, INFINITY, x});
-      continue;
+    } else {
+      a.sum += x;
+      a.abssum += fabsf(x);
+      a.lo = fminf(a.lo, x);
+      a.hi = fmaxf(a.hi, x);
+      ++a.finite;
+      top.offer({i, fabsf(x), x});
     }
-    a.sum += x;
-    a.abssum += fabsf(x);
-    a.lo = fminf(a.lo, x);
-    a.hi = fmaxf(a.hi, x);
-    ++a.finite;
-    top.offer({i, fabsf(x), x});
-  }
+  });
   if (j.scale_block > 0 && begin < end) scale_blocks(j, begin, end, a);
   a = Reduce(tmp).Reduce(a, AccCombine());
   if (threadIdx.x == 0) partials[c].acc = a;
@@ -298,12 +319,11 @@ __global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const 
   const int64_t begin = (c - j.first_chunk) * kChunk, end = min(j.n, begin + kChunk);
   double sq = 0;
   unsigned int under = 0, over = 0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    const float x = j.data[i];
-    if (isnan(x)) continue;
+  for_each_element(j.data, begin, end, [&](float x, int64_t) {
+    if (isnan(x)) return;
     if (isinf(x)) {
       if (x < 0) ++under; else ++over;
-      continue;
+      return;
     }
     const double d = x - mean;
     sq += d * d;
@@ -312,7 +332,7 @@ __global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const 
       b = b < 0 ? 0 : (b >= j.bins ? j.bins - 1 : b);
       atomicAdd(&bins_shared[b], 1u);
     }
-  }
+  });
   sq = Reduce(tmp).Sum(sq);
   if (threadIdx.x == 0) partials[c].sumsq = sq;
   if (under) atomicAdd(reinterpret_cast<unsigned long long*>(&h->underflow), static_cast<unsigned long long>(under));
