@@ -21,10 +21,14 @@ NodeView Executor::view(const Graph& g, const Node& n) {
 }
 
 StepRecording Executor::recording(const StepInfo& s) const {
-  if (observer_) return observer_->recording(s);
-  StepRecording none;
-  none.nodes = false;
-  return none;
+  StepRecording r;
+  if (observer_) {
+    r = observer_->recording(s);
+  } else {
+    r.nodes = false;
+  }
+  if (!device_logits_) r.logits_top_k = 0;  // no GPU time on a summary nobody reads
+  return r;
 }
 
 void Executor::launch(const Graph& g, const StepInfo& s, const StepRecording& rec) {

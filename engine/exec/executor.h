@@ -12,6 +12,9 @@ class Executor {
  public:
   explicit Executor(Backend& b, Backend* reference = nullptr) : backend_(b), reference_(reference) {}
   void set_observer(Observer* o) { observer_ = o; }
+  // Whether the backend's own logits summary is read (greedy decoding from the logits as they
+  // are); otherwise recording() asks for none, and the logits row is summarised on the host.
+  void set_device_logits(bool on) { device_logits_ = on; }
   Observer* observer() const { return observer_; }
   // Runs the step on the backend (and the reference), then the observer; returns the wall
   // seconds of all of it.
@@ -33,6 +36,7 @@ class Executor {
   Backend& backend_;
   Backend* reference_;
   Observer* observer_ = nullptr;
+  bool device_logits_ = false;
 };
 
 }  // namespace minfer

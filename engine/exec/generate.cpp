@@ -70,6 +70,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   // with nothing reading the logits, 4 bytes come back instead of the 600 KB logits row.
   const bool device_greedy = !ref && opt.sampler.temperature <= 0 && opt.sampler.repeat_penalty == 1.0f &&
                              b.greedy_on_device();
+  ex.set_device_logits(device_greedy);
   // Reads the step's logits (or only its greedy token) and samples (both runs); returns this
   // run's pick.
   auto sample_step = [&](const Graph& g) {
