@@ -532,8 +532,8 @@ void Recorder::on_step_end(const StepInfo& s, double seconds) {
 
 StepRecording Recorder::recording(const StepInfo& s) const {
   StepRecording r;
+  r.nodes = r.summaries = impl_ && impl_->step_filter.contains(s.step);
   if (!impl_) return r;
-  r.nodes = r.summaries = impl_->step_filter.contains(s.step);
   r.spec = impl_->spec;
   r.kernels = impl_->kernel_filter.contains(s.step);
   r.outliers = impl_->opts.outliers;
