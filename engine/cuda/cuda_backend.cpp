@@ -128,7 +128,6 @@ struct StepPlan {
   };
   std::array<Captured, 4> graphs;
   std::unique_ptr<cuda::DeviceLogitsSummary> logits_summary;  // recorded steps: top-k, entropy
-  std::array<bool, 2> logits_live{};                          // per host slot, as StepSummaries
   size_t bytes = 0;
 
   void drop_graphs(unsigned with_bit) {  // the variants that include `with_bit` (0: all)
@@ -589,7 +588,6 @@ bool CudaBackend::Impl::prepare_logits_summary(const Graph& g, StepPlan& p) {
     return false;
   if (p.logits_summary && p.logits_summary->k() == k && p.logits_summary->n() == last.cols()) return true;
   p.logits_summary = std::make_unique<cuda::DeviceLogitsSummary>(last.cols(), k);
-  p.logits_live = {};
   p.drop_graphs(2);
   return true;
 }
@@ -703,7 +701,6 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   p.summaries.live[slot] = summaries;
   p.summaries.read_slot = d.cur;
   if (logits_summary) p.logits_summary->copy_to_host(d.stream, d.cur);
-  p.logits_live[slot] = logits_summary;
   sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
