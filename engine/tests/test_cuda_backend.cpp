@@ -18,27 +18,22 @@
 #include "exec/executor.h"
 #include "graph/build_qwen2.h"
 #include "test_models.h"
+#include "tiny_run.h"
 
 using namespace minfer;
 using minfer::testing::rel_l2;
 
 namespace {
 
-struct Capture : Observer {
-  std::vector<std::vector<float>> nodes;  // per node id ({} when it has no output)
-  void on_step_begin(const Graph& g, const StepInfo&) override { nodes.assign(g.nodes.size(), {}); }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (out) nodes[static_cast<size_t>(n.id)] = out->to_host();
-  }
-};
+using Capture = minfer::testing::NodeCapture;
 
 struct StepResult {
   std::vector<std::vector<float>> nodes;
   std::vector<float> logits;
 };
 
-const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13, 758, 1124};
-const std::vector<int32_t> kDecodeInputs = {1879, 13, 40, 2776, 11, 9707};  // teacher-forced
+using minfer::testing::kPrompt;
+using minfer::testing::kDecodeInputs;  // teacher-forced
 
 // The model with its prefill (the prompt) and decode graphs.
 struct TinyModel {

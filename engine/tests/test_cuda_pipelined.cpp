@@ -20,6 +20,7 @@
 #include "exec/generate.h"
 #include "exec/logits_summary.h"
 #include "test_models.h"
+#include "tiny_run.h"
 
 using namespace minfer;
 using Clock = std::chrono::steady_clock;
@@ -27,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int kTopK = 20;
-const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13, 758, 1124};
+using minfer::testing::kPrompt;
 
 struct StepSeen {
   int step = -1;

@@ -22,13 +22,14 @@
 #include "exec/executor.h"
 #include "graph/build_qwen2.h"
 #include "test_models.h"
+#include "tiny_run.h"
 
 using namespace minfer;
 
 namespace {
 
-const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13, 758, 1124};
-const std::vector<int32_t> kDecodeInputs = {1879, 13, 40, 2776, 11, 9707};
+using minfer::testing::kPrompt;
+using minfer::testing::kDecodeInputs;  // teacher-forced
 
 // Asks for device summaries (and kernels) and keeps both the summary and the full tensor.
 struct Probe : Observer {
