@@ -25,12 +25,9 @@ using minfer::testing::rel_l2;
 
 namespace {
 
-using Capture = minfer::testing::NodeCapture;
+using minfer::testing::NodeCapture;
 
-struct StepResult {
-  std::vector<std::vector<float>> nodes;
-  std::vector<float> logits;
-};
+using minfer::testing::StepResult;
 
 using minfer::testing::kPrompt;
 using minfer::testing::kDecodeInputs;  // teacher-forced
@@ -50,23 +47,7 @@ TinyModel load_tiny(const std::string& path) {
 }
 
 std::vector<StepResult> run_steps(const TinyModel& t, Backend& b) {
-  const Graph &pre = t.pre, &dec = t.dec;
-  b.reserve_context(static_cast<int64_t>(kPrompt.size() + kDecodeInputs.size()));
-  Executor ex(b);
-  Capture cap;
-  ex.set_observer(&cap);
-  std::vector<StepResult> r;
-  auto one = [&](const Graph& g, const StepInfo& s) {
-    ex.run(g, s);
-    StepResult sr;
-    b.read_logits(g, sr.logits);
-    sr.nodes = cap.nodes;
-    r.push_back(std::move(sr));
-  };
-  one(pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
-  for (size_t i = 0; i < kDecodeInputs.size(); ++i)
-    one(dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i), {kDecodeInputs[i]}});
-  return r;
+  return minfer::testing::run_teacher_forced(b, t.pre, t.dec);
 }
 
 int argmax(const std::vector<float>& v) {
@@ -306,7 +287,7 @@ TEST(CudaBackend, SharedArenaPrefillEqualsRecorded) {
     rec1.reserve_context(1);
     plain1.reserve_context(1);
     Executor ex_rec(rec1), ex_plain(plain1);
-    Capture cap;
+    NodeCapture cap;
     ex_rec.set_observer(&cap);
     std::vector<float> want;
     ex_rec.run(one, StepInfo{Phase::Prefill, 0, 0, tok});

@@ -167,13 +167,8 @@ namespace {
 using minfer::testing::kPrompt;
 using minfer::testing::kDecodeInputs;  // teacher-forced
 
-using Capture = minfer::testing::NodeCapture;
 
-struct StepResult {
-  std::vector<std::vector<float>> nodes;
-  std::vector<float> logits;
-  int32_t greedy = -1;
-};
+using minfer::testing::StepResult;
 
 struct PdlCase {
   const char* name;
@@ -192,24 +187,7 @@ std::vector<StepResult> run_model(const PdlCase& c, const Model& m, const Graph&
   unsetenv("MINFER_NO_CUDA_GRAPH");
   unsetenv("MINFER_CUDA_FUSION");
   EXPECT_EQ(b.step_graphs(), c.graphs);
-  b.reserve_context(static_cast<int64_t>(kPrompt.size() + kDecodeInputs.size()));
-  Executor ex(b);
-  Capture cap;
-  ex.set_observer(&cap);
-  std::vector<StepResult> r;
-  auto one = [&](const Graph& g, const StepInfo& s) {
-    ex.run(g, s);
-    StepResult sr;
-    sr.greedy = b.read_greedy_token(g);
-    b.read_logits(g, sr.logits);
-    sr.nodes = cap.nodes;
-    r.push_back(std::move(sr));
-  };
-  one(pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
-  for (size_t i = 0; i < kDecodeInputs.size(); ++i)
-    one(dec, StepInfo{Phase::Decode, static_cast<int>(i) + 1, static_cast<int>(kPrompt.size() + i),
-                      {kDecodeInputs[i]}});
-  return r;
+  return minfer::testing::run_teacher_forced(b, pre, dec);
 }
 
 const PdlCase kPdlCases[] = {
