@@ -134,19 +134,20 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const float* x, int64_t
   }
 }
 
-struct PartialSum {
-  __device__ Partial operator()(const Partial& a, const Partial& b) const { return {a.z + b.z, a.ez + b.ez, a.rank + b.rank}; }
-};
-using PartialReduce = cub::BlockReduce<Partial, kThreads>;
-
 __global__ void __launch_bounds__(kThreads) sums_kernel(const float* x, int64_t n, const Record* rec, Partial* partials) {
-  __shared__ typename PartialReduce::TempStorage tmp;
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  using Count = cub::BlockReduce<long long, kThreads>;
+  __shared__ union {
+    typename Reduce::TempStorage r;
+    typename Count::TempStorage c;
+  } tmp;
   const double m = rec->max;
   const int32_t chosen = rec->chosen;
   const bool ranked = chosen >= 0 && chosen < n;
   const Key chosen_key = ranked ? make_key(rec->chosen_logit, chosen) : 0ull;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kTile;
-  Partial mine{0, 0, 0};
+  double z = 0, ez = 0;
+  long long above = 0;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int64_t i = base + j * kThreads + threadIdx.x;
@@ -154,24 +155,42 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const float* x, int64_t 
     const float v = x[i];
     if (isfinite(v)) {
       const double d = static_cast<double>(v) - m, e = exp(d);
-      mine.z += e;
-      mine.ez += e * d;
+      z += e;
+      ez += e * d;
     }
-    mine.rank += make_key(v, i) > chosen_key;  // keys above the chosen one
+    above += make_key(v, i) > chosen_key;
   }
-  const Partial t = PartialReduce(tmp).Reduce(mine, PartialSum{});  // thread 0 only
-  if (threadIdx.x == 0) partials[blockIdx.x] = Partial{t.z, t.ez, ranked ? t.rank : -1};
+  const double bz = Reduce(tmp.r).Sum(z);
+  __syncthreads();
+  const double bez = Reduce(tmp.r).Sum(ez);
+  __syncthreads();
+  const long long babove = Count(tmp.c).Sum(above);
+  if (threadIdx.x == 0) partials[blockIdx.x] = Partial{bz, bez, ranked ? babove : -1};
 }
 
 __global__ void __launch_bounds__(kThreads) finish_kernel(const Partial* partials, int tiles, Record* rec) {
-  __shared__ typename PartialReduce::TempStorage tmp;
-  Partial mine{0, 0, 0};
-  for (int t = threadIdx.x; t < tiles; t += kThreads) mine = PartialSum{}(mine, partials[t]);  // the same order every run
-  const Partial t = PartialReduce(tmp).Reduce(mine, PartialSum{});
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  using Count = cub::BlockReduce<long long, kThreads>;
+  __shared__ union {
+    typename Reduce::TempStorage r;
+    typename Count::TempStorage c;
+  } tmp;
+  double z = 0, ez = 0;
+  long long rank = 0;
+  for (int t = threadIdx.x; t < tiles; t += kThreads) {  // the same order every run
+    z += partials[t].z;
+    ez += partials[t].ez;
+    rank += partials[t].rank;
+  }
+  const double tz = Reduce(tmp.r).Sum(z);
+  __syncthreads();
+  const double tez = Reduce(tmp.r).Sum(ez);
+  __syncthreads();
+  const long long trank = Count(tmp.c).Sum(rank);
   if (threadIdx.x == 0) {
-    rec->z = t.z;
-    rec->ez = t.ez;
-    rec->rank = partials[0].rank < 0 ? -1 : t.rank;
+    rec->z = tz;
+    rec->ez = tez;
+    rec->rank = partials[0].rank < 0 ? -1 : trank;
   }
 }
 
