@@ -560,7 +560,7 @@ void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
   // The recorded nodes, and the 8-bit activations of the recorded matmuls (for their block scales).
   std::vector<int> block(g.nodes.size(), -1);  // per node: -1 not summarised, else its scale block (0: none)
   for (const Node& n : g.nodes) {
-    if (!n.executed() || !n.has_output || n.dtype != DType::F32 || !rec_observer->wants(n)) continue;
+    if (!has_output_buffer(n) || !rec_observer->wants(n)) continue;
     block[static_cast<size_t>(n.id)] = std::max(block[static_cast<size_t>(n.id)], 0);
     if (const int b = p.act_block[static_cast<size_t>(n.id)]; b > 0) block[static_cast<size_t>(n.src[0])] = b;
   }

@@ -134,13 +134,25 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const float* x, int64_t
   }
 }
 
+// The block's sums of z, ez and a count (thread 0 only): the three block reductions both
+// partial kernels run, in this order.
+using SumReduce = cub::BlockReduce<double, kThreads>;
+using CountReduce = cub::BlockReduce<long long, kThreads>;
+union SumStorage {
+  typename SumReduce::TempStorage r;
+  typename CountReduce::TempStorage c;
+};
+__device__ Partial block_sums(double z, double ez, long long count, SumStorage& tmp) {
+  const double bz = SumReduce(tmp.r).Sum(z);
+  __syncthreads();
+  const double bez = SumReduce(tmp.r).Sum(ez);
+  __syncthreads();
+  const long long bcount = CountReduce(tmp.c).Sum(count);
+  return Partial{bz, bez, bcount};
+}
+
 __global__ void __launch_bounds__(kThreads) sums_kernel(const float* x, int64_t n, const Record* rec, Partial* partials) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  using Count = cub::BlockReduce<long long, kThreads>;
-  __shared__ union {
-    typename Reduce::TempStorage r;
-    typename Count::TempStorage c;
-  } tmp;
+  __shared__ SumStorage tmp;
   const double m = rec->max;
   const int32_t chosen = rec->chosen;
   const bool ranked = chosen >= 0 && chosen < n;
@@ -160,21 +172,12 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const float* x, int64_t 
     }
     above += make_key(v, i) > chosen_key;
   }
-  const double bz = Reduce(tmp.r).Sum(z);
-  __syncthreads();
-  const double bez = Reduce(tmp.r).Sum(ez);
-  __syncthreads();
-  const long long babove = Count(tmp.c).Sum(above);
-  if (threadIdx.x == 0) partials[blockIdx.x] = Partial{bz, bez, ranked ? babove : -1};
+  const Partial b = block_sums(z, ez, above, tmp);
+  if (threadIdx.x == 0) partials[blockIdx.x] = Partial{b.z, b.ez, ranked ? b.rank : -1};
 }
 
 __global__ void __launch_bounds__(kThreads) finish_kernel(const Partial* partials, int tiles, Record* rec) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  using Count = cub::BlockReduce<long long, kThreads>;
-  __shared__ union {
-    typename Reduce::TempStorage r;
-    typename Count::TempStorage c;
-  } tmp;
+  __shared__ SumStorage tmp;
   double z = 0, ez = 0;
   long long rank = 0;
   for (int t = threadIdx.x; t < tiles; t += kThreads) {  // the same order every run
@@ -182,15 +185,11 @@ __global__ void __launch_bounds__(kThreads) finish_kernel(const Partial* partial
     ez += partials[t].ez;
     rank += partials[t].rank;
   }
-  const double tz = Reduce(tmp.r).Sum(z);
-  __syncthreads();
-  const double tez = Reduce(tmp.r).Sum(ez);
-  __syncthreads();
-  const long long trank = Count(tmp.c).Sum(rank);
+  const Partial b = block_sums(z, ez, rank, tmp);
   if (threadIdx.x == 0) {
-    rec->z = tz;
-    rec->ez = tez;
-    rec->rank = partials[0].rank < 0 ? -1 : trank;
+    rec->z = b.z;
+    rec->ez = b.ez;
+    rec->rank = partials[0].rank < 0 ? -1 : b.rank;
   }
 }
 
