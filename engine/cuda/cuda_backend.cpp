@@ -48,6 +48,7 @@ bool env_is(const char* name, const char* value) {
 struct StepSummaries {
   std::unique_ptr<cuda::DeviceSummaries> ds;
   std::vector<int> index;        // per node id: its tensor in ds, -1 when not summarised
+  std::vector<int> node_of;      // per tensor of ds: its node id (node order)
   std::array<bool, 2> live{};    // host slot s holds the summaries of the step launched into it
   int read_slot = 0;             // the slot output() reads (Impl::reading)
   const Observer* observer = nullptr;  // whose node selection `index` follows (wants() is per observer)
@@ -117,6 +118,9 @@ struct StepPlan {
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   int32_t* host_argmax = nullptr;                      // pinned
+  // Recorded after a step's input copies (the staging buffer may then be rewritten) and after
+  // its greedy token's copy (read_greedy_token waits for that, not for the step's recording).
+  cudaEvent_t inputs_copied = nullptr, token_copied = nullptr;
   cuda::StepFusion fusion;                             // node groups run by one fused kernel
   StepSummaries summaries;                             // traced steps: node summaries on the device
   std::vector<int> act_block;                          // per node id: Impl::activation_block
@@ -140,6 +144,8 @@ struct StepPlan {
   ~StepPlan() {
     drop_graphs(0);
     if (host_argmax) cudaFreeHost(host_argmax);
+    if (inputs_copied) cudaEventDestroy(inputs_copied);
+    if (token_copied) cudaEventDestroy(token_copied);
     if (host_inputs) cudaFreeHost(host_inputs);
   }
 };
@@ -156,6 +162,10 @@ struct CudaBackend::Impl {
   bool graphs;
   bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
   cudaStream_t stream = nullptr;
+  // Traced steps summarise their nodes on a stream forked from `stream` (in the captured graph:
+  // a parallel branch), part by part as the step computes them (enqueue, join_summaries).
+  cudaStream_t side = nullptr;
+  cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_workspace;
   std::unique_ptr<cuda::DeviceWeights> weights;
@@ -195,15 +205,19 @@ struct CudaBackend::Impl {
     }
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
+    if (fork_ev) cudaEventDestroy(fork_ev);
+    if (join_ev) cudaEventDestroy(join_ev);
+    if (side) cudaStreamDestroy(side);
     if (stream) cudaStreamDestroy(stream);
   }
 
   void check_weight_types() const;
   StepPlan& plan_for(const Graph& g, bool shared = false);
   bool outputs_private(const Graph& g) const;
-  void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
+  void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries);
   void prepare_summaries(const Graph& g, StepPlan& p);
-  void enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap);
+  void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
+  void join_summaries();
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
   void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
   cudaGraphExec_t capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map);
@@ -225,6 +239,9 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->fork_ev, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev, cudaEventDisableTiming));
   impl_->check_weight_types();
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
@@ -285,6 +302,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   const std::string key = plan_key(g) + (shared ? "/shared" : "");
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
+  // A step may still run (run_step does not wait for the previous one): plans are freed below.
+  cuda::sync_bounded(stream, "the steps in flight before a new step plan");
   if (g.phase == Phase::Prefill)  // one prefill shape at a time: prompt lengths vary, memory does not grow
     for (auto p = plans.begin(); p != plans.end();)
       p = p->first.rfind("prefill", 0) == 0 ? plans.erase(p) : std::next(p);
@@ -348,6 +367,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   p.argmax_scratch.alloc(cuda::argmax_scratch_bytes(), "the greedy token's scratch");
   CUDA_CHECK(cudaMemsetAsync(p.argmax_scratch.get(), 0, p.argmax_scratch.bytes(), stream));
   CUDA_CHECK(cudaMallocHost(&p.host_argmax, sizeof(int32_t)));
+  CUDA_CHECK(cudaEventCreateWithFlags(&p.inputs_copied, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&p.token_copied, cudaEventDisableTiming));
   const HParams& h = m.hp;
   // Split-KV partials: only one-row attention (decode, a one-token prefill) uses them.
   const bool split_kv = std::any_of(g.nodes.begin(), g.nodes.end(),
@@ -526,8 +547,25 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 }
 
 // Every node's launches, in graph order. While CUPTI collects an eager step each node's launches
-// carry its id; during capture `cap` notes where each node's work ends.
-void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap) {
+// carry its id; during capture `cap` notes where each node's work ends. With `summaries` the
+// recorded nodes are summarised on the side stream in about kSummaryParts parts, each forked as
+// soon as its nodes are written, so the summaries run beside the rest of the step instead of
+// after it; join_summaries() ends the branch.
+void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries) {
+  constexpr size_t kSummaryParts = 6;
+  const std::vector<int>& node_of = p.summaries.node_of;
+  const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
+  std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
+  size_t forked = 0, ready = 0;  // tensors [0, forked) are being summarised; [0, ready) are written
+  auto wrote = [&](int id) {
+    if (!summaries) return;
+    written[static_cast<size_t>(id)] = 1;
+    while (ready < node_of.size() && written[static_cast<size_t>(node_of[ready])]) ++ready;
+    if (ready - forked >= part) {
+      fork_summaries(p, forked, ready, cap);
+      forked = ready;
+    }
+  };
   for (const Node& n : g.nodes) {
     if (!n.executed()) continue;
     const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
@@ -538,7 +576,10 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
       else run_group(g, p.fusion.groups[static_cast<size_t>(gi)], p);
     }
     if (cap) cap->mark(n.id);
+    if (gi < 0) wrote(n.id);
+    else for (int id : p.fusion.groups[static_cast<size_t>(gi)].nodes) wrote(id);
   }
+  if (summaries && forked < node_of.size()) fork_summaries(p, forked, node_of.size(), cap);
   // The greedy token, in the step: a greedy run reads 4 bytes instead of the logits row.
   const Node& last = g.nodes.back();
   if (last.op == Op::Logits) {
@@ -564,17 +605,21 @@ void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
     block[static_cast<size_t>(n.id)] = std::max(block[static_cast<size_t>(n.id)], 0);
     if (const int b = p.act_block[static_cast<size_t>(n.id)]; b > 0) block[static_cast<size_t>(n.src[0])] = b;
   }
-  std::vector<int> index(g.nodes.size(), -1);
+  std::vector<int> index(g.nodes.size(), -1), node_of;
   std::vector<cuda::SummaryTensor> tensors;
   for (const Node& n : g.nodes)
     if (block[static_cast<size_t>(n.id)] >= 0) {
       index[static_cast<size_t>(n.id)] = static_cast<int>(tensors.size());
       tensors.push_back({out(p, n.id), n.rows(), n.cols(), block[static_cast<size_t>(n.id)]});
+      node_of.push_back(n.id);
     }
   ss.observer = rec_observer;
   if (ss.ds && ss.ds->spec() == rec.spec && ss.ds->outliers() == k && ss.index == index) return;
+  // The old summaries (and the graphs replaying them) may still be in use by a step in flight.
+  cuda::sync_bounded(stream, "the steps in flight before their node summaries are replaced");
   ss.ds = std::make_unique<cuda::DeviceSummaries>(tensors, rec.spec, k);
   ss.index = std::move(index);
+  ss.node_of = std::move(node_of);
   ss.live = {};
   p.drop_graphs(1);
 }
@@ -587,6 +632,7 @@ bool CudaBackend::Impl::prepare_logits_summary(const Graph& g, StepPlan& p) {
   if (!rec_observer || last.op != Op::Logits || k < 1 || k > cuda::DeviceLogitsSummary::kMaxTopK || k > last.cols())
     return false;
   if (p.logits_summary && p.logits_summary->k() == k && p.logits_summary->n() == last.cols()) return true;
+  cuda::sync_bounded(stream, "the steps in flight before their logits summary is replaced");
   p.logits_summary = std::make_unique<cuda::DeviceLogitsSummary>(last.cols(), k);
   p.drop_graphs(2);
   return true;
@@ -602,12 +648,22 @@ void CudaBackend::Impl::enqueue_logits_summary(const Graph& g, StepPlan& p, cuda
   if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
 }
 
-void CudaBackend::Impl::enqueue_summaries(StepPlan& p, cuda::CaptureRecorder* cap) {
+// Tensors [first, end) of the step's summaries on the side stream, after everything enqueued
+// on the step's stream so far.
+void CudaBackend::Impl::fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap) {
+  CUDA_CHECK(cudaEventRecord(fork_ev, stream));
+  CUDA_CHECK(cudaStreamWaitEvent(side, fork_ev, 0));
   {
     cuda::KernelProfiler::NodeScope scope(profiling && !cap, cuda::KernelProfiler::kRecorderScope);
-    p.summaries.ds->enqueue(stream);
+    p.summaries.ds->enqueue(side, first, end);
   }
-  if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
+  if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope, side);
+}
+
+// The step's stream waits for the side stream's summaries (a capture must end joined).
+void CudaBackend::Impl::join_summaries() {
+  CUDA_CHECK(cudaEventRecord(join_ev, side));
+  CUDA_CHECK(cudaStreamWaitEvent(stream, join_ev, 0));
 }
 
 cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map) {
@@ -615,9 +671,9 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned
   cuda::CaptureRecorder cap(stream);
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
-    enqueue(g, p, &cap);
+    enqueue(g, p, &cap, variant & 1);
     if (variant & 2) enqueue_logits_summary(g, p, &cap);
-    if (variant & 1) enqueue_summaries(p, &cap);
+    if (variant & 1) join_summaries();
   } catch (...) {
     cudaStreamEndCapture(stream, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -646,8 +702,9 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   for (int32_t t : s.tokens)
     if (t < 0 || t >= d.m.hp.n_vocab) fail("token id ", t, " is outside the vocabulary [0, ", d.m.hp.n_vocab, ")");
   StepPlan& p = d.plan_for(g, d.outputs_private(g));
-  // The staging buffer is rewritten below: the previous step's copy out of it must be done.
-  cuda::sync_bounded(d.stream, "the previous step");
+  // The staging buffer is rewritten below: the previous step's copy out of it must be done (the
+  // rest of that step may still run: its recording, while the host prepares this one).
+  cuda::event_sync_bounded(p.inputs_copied, "the previous step's input copy");
   const size_t nt = static_cast<size_t>(g.n_tokens);
   for (size_t i = 0; i < nt; ++i) {
     p.host_inputs[i] = s.tokens[i];
@@ -675,26 +732,35 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
     StepPlan::Captured& c = p.graphs[variant];
     if (c.exec && d.profiling && !c.map.built) {  // captured while kernels were not recorded: again, with the map
+      cuda::sync_bounded(d.stream, "the steps in flight before a graph is recaptured");
       cudaGraphExecDestroy(c.exec);
       c.exec = nullptr;
     }
     if (!c.exec) c.exec = d.capture(g, p, variant, d.profiling, c.map);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  if (d.profiling) cuda::KernelProfiler::get().begin_step();
+  if (d.profiling) {  // this step's records only: the previous step's recording may still run
+    cuda::sync_bounded(d.stream, "the previous step before kernel records are collected");
+    cuda::KernelProfiler::get().begin_step();
+  }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
+  CUDA_CHECK(cudaEventRecord(p.inputs_copied, d.stream));
   d.last = &p;
   if (!graph) {
-    d.enqueue(g, p, nullptr);
+    d.enqueue(g, p, nullptr, summaries);
     if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
-    if (summaries) d.enqueue_summaries(p, nullptr);
+    if (summaries) d.join_summaries();
   } else {
     CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
     sl.capture = &p.graphs[variant].map;
   }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_end, d.stream));
+  if (g.nodes.back().op == Op::Logits) {  // the greedy token first, ahead of the recording's copies
+    CUDA_CHECK(cudaMemcpyAsync(p.host_argmax, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
+    CUDA_CHECK(cudaEventRecord(p.token_copied, d.stream));
+  }
   // Into this step's host slot: the previous step's stays readable while this one runs.
   const size_t slot = static_cast<size_t>(d.cur);
   if (summaries) p.summaries.ds->copy_to_host(d.stream, d.cur);
@@ -795,8 +861,7 @@ std::optional<LogitsSummary> CudaBackend::read_logits_summary(const Graph& g) {
 int32_t CudaBackend::read_greedy_token(const Graph& g) {
   Impl& d = *impl_;
   if (!d.last || g.nodes.back().op != Op::Logits) fail("read_greedy_token: no step with logits has run");
-  CUDA_CHECK(cudaMemcpyAsync(d.last->host_argmax, d.last->argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
-  cuda::sync_bounded(d.stream, "the step's kernels and the greedy token");
+  cuda::event_sync_bounded(d.last->token_copied, "the step's kernels and the greedy token");
   return *d.last->host_argmax;
 }
 

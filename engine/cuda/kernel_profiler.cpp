@@ -56,17 +56,16 @@ void CUPTIAPI resource_callback(void*, CUpti_CallbackDomain domain, CUpti_Callba
 
 // Edge queries pass an edge-data array: kernels launched with PDL (pdl.cuh) are joined by
 // programmatic edges, and a query of such an edge without one fails with cudaErrorLossyQuery.
-void CaptureRecorder::mark(int node) {
+void CaptureRecorder::mark(int node, cudaStream_t on) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* deps = nullptr;
   const cudaGraphEdgeData* edges = nullptr;
   size_t n = 0;
-  CUDA_CHECK(cudaStreamGetCaptureInfo(s_, &st, nullptr, nullptr, &deps, &edges, &n));
+  CUDA_CHECK(cudaStreamGetCaptureInfo(on ? on : s_, &st, nullptr, nullptr, &deps, &edges, &n));
   if (st == cudaStreamCaptureStatusActive && n == 1) marks_[deps[0]] = node;
 }
 
 CaptureMap CaptureRecorder::finish(cudaGraph_t g) const {
-  // The capture is one stream: a chain. Find its end (the node nothing depends on), walk back.
   size_t count = 0;
   CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);
@@ -74,46 +73,53 @@ CaptureMap CaptureRecorder::finish(cudaGraph_t g) const {
   // A node has fewer than `count` neighbours: arrays that large never truncate a query.
   std::vector<cudaGraphNode_t> nb(count + 1);
   std::vector<cudaGraphEdgeData> nb_edges(count + 1);
-  auto dependents = [&](cudaGraphNode_t x) {
+  auto neighbours = [&](cudaGraphNode_t x, bool dependents) {
     size_t k = nb.size();
-    CUDA_CHECK(cudaGraphNodeGetDependentNodes(x, nb.data(), nb_edges.data(), &k));
-    return k;
+    if (dependents) CUDA_CHECK(cudaGraphNodeGetDependentNodes(x, nb.data(), nb_edges.data(), &k));
+    else CUDA_CHECK(cudaGraphNodeGetDependencies(x, nb.data(), nb_edges.data(), &k));
+    return std::vector<cudaGraphNode_t>(nb.begin(), nb.begin() + static_cast<std::ptrdiff_t>(k));
   };
-  auto dependencies = [&](cudaGraphNode_t x) {
-    size_t k = nb.size();
-    CUDA_CHECK(cudaGraphNodeGetDependencies(x, nb.data(), nb_edges.data(), &k));
-    return k;
-  };
-  std::vector<cudaGraphNode_t> chain;
-  cudaGraphNode_t at = nullptr;
-  for (cudaGraphNode_t x : nodes)
-    if (dependents(x) == 0) at = x;
-  while (at) {
-    chain.push_back(at);
-    if (dependencies(at) != 1) break;
-    at = nb[0];
+  // A node's work ends at its mark on the stream that enqueued it: walking back from a mark
+  // along dependencies until the previous marks reaches exactly that work (the capture may fork:
+  // a traced step's summaries run on a side stream).
+  std::map<cudaGraphNode_t, int> owner;
+  for (const auto& [end, id] : marks_) {
+    std::vector<cudaGraphNode_t> todo{end};
+    while (!todo.empty()) {
+      cudaGraphNode_t x = todo.back();
+      todo.pop_back();
+      if ((x != end && marks_.count(x)) || !owner.emplace(x, id).second) continue;
+      for (cudaGraphNode_t d : neighbours(x, false)) todo.push_back(d);
+    }
   }
-  std::reverse(chain.begin(), chain.end());
+  // Kernels in a topological order (the order a one-stream capture enqueued them).
+  std::map<cudaGraphNode_t, size_t> waiting;
+  std::vector<cudaGraphNode_t> order, ready;
+  for (cudaGraphNode_t x : nodes)
+    if (const size_t k = neighbours(x, false).size(); k == 0) ready.push_back(x);
+    else waiting[x] = k;
+  std::reverse(ready.begin(), ready.end());
+  while (!ready.empty()) {
+    cudaGraphNode_t x = ready.back();
+    ready.pop_back();
+    order.push_back(x);
+    const std::vector<cudaGraphNode_t> next = neighbours(x, true);
+    for (auto it = next.rbegin(); it != next.rend(); ++it)
+      if (--waiting[*it] == 0) ready.push_back(*it);
+  }
   CaptureMap m;
   m.built = true;
-  // A node's work ends at its mark: everything after the previous mark belongs to it.
-  std::vector<int> owner(chain.size(), -1);
-  int current = -1;
-  for (size_t i = chain.size(); i-- > 0;) {
-    auto it = marks_.find(chain[i]);
-    if (it != marks_.end()) current = it->second;
-    owner[i] = current;
-  }
-  for (size_t i = 0; i < chain.size(); ++i) {
+  for (cudaGraphNode_t x : order) {
     cudaGraphNodeType type;
-    CUDA_CHECK(cudaGraphNodeGetType(chain[i], &type));
+    CUDA_CHECK(cudaGraphNodeGetType(x, &type));
     if (type != cudaGraphNodeTypeKernel) continue;
     CaptureMap::Kernel k;
-    k.node = owner[i];
-    cuptiGetGraphNodeId(chain[i], &k.cupti_id);
+    const auto o = owner.find(x);
+    k.node = o == owner.end() ? -1 : o->second;
+    cuptiGetGraphNodeId(x, &k.cupti_id);
     cudaKernelNodeParams p{};
     const char* name = nullptr;
-    if (cudaGraphKernelNodeGetParams(chain[i], &p) == cudaSuccess && cudaFuncGetName(&name, p.func) == cudaSuccess && name)
+    if (cudaGraphKernelNodeGetParams(x, &p) == cudaSuccess && cudaFuncGetName(&name, p.func) == cudaSuccess && name)
       k.name = name;
     cudaGetLastError();  // a kernel the runtime cannot name (driver-launched) is not an error
     m.kernels.push_back(std::move(k));

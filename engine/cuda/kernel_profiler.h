@@ -36,10 +36,11 @@ struct CaptureMap {
 class CaptureRecorder {
  public:
   explicit CaptureRecorder(cudaStream_t s) : s_(s) {}
-  // Call after enqueueing node `node`'s work: the capture's current leaf closes its range.
-  void mark(int node);
-  // After cudaStreamEndCapture: walks the (linear) captured chain and builds the map (asks
-  // CUPTI for the nodes' ids, so only when kernels are recorded).
+  // Call after enqueueing node `node`'s work on stream `on` (default: the capturing stream,
+  // else a stream forked from it): that stream's current leaf closes the node's range.
+  void mark(int node, cudaStream_t on = nullptr);
+  // After cudaStreamEndCapture: walks the captured graph back from every mark and builds the
+  // map (asks CUPTI for the nodes' ids, so only when kernels are recorded).
   CaptureMap finish(cudaGraph_t g) const;
 
  private:

@@ -218,12 +218,12 @@ __device__ void scale_blocks(const Job& j, int64_t begin, int64_t end, Acc& a) {
   }
 }
 
-__global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const int* chunk_job, Partial* partials,
-                                                         Candidate* candidates) {
+__global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const int* chunk_job, int chunk0,
+                                                         Partial* partials, Candidate* candidates) {
   using Reduce = cub::BlockReduce<Acc, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ Candidate warp_lists[kWarps * kMaxK];
-  const int c = blockIdx.x;
+  const int c = chunk0 + static_cast<int>(blockIdx.x);
   const Job j = jobs[chunk_job[c]];
   const int64_t begin = (c - j.first_chunk) * kChunk, end = min(j.n, begin + kChunk);
   Acc a = empty_acc();
@@ -250,12 +250,12 @@ __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const 
   if (j.k > 0) block_topk(top, warp_lists, candidates + static_cast<int64_t>(c) * kMaxK);
 }
 
-__global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, const Partial* partials,
+__global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, int job0, const Partial* partials,
                                                              const Candidate* candidates, unsigned char* records) {
   using Reduce = cub::BlockReduce<Acc, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ Candidate warp_lists[kWarps * kMaxK];
-  const Job j = jobs[blockIdx.x];
+  const Job j = jobs[job0 + static_cast<int>(blockIdx.x)];
   Acc a = empty_acc();
   TopK top;
   top.init(j.k);
@@ -302,12 +302,12 @@ __global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, co
   }
 }
 
-__global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const int* chunk_job, Partial* partials,
-                                                         unsigned char* records) {
+__global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const int* chunk_job, int chunk0,
+                                                         Partial* partials, unsigned char* records) {
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   extern __shared__ unsigned int bins_shared[];
-  const int c = blockIdx.x;
+  const int c = chunk0 + static_cast<int>(blockIdx.x);
   const Job j = jobs[chunk_job[c]];
   Head* h = head_of(records, j);
   const bool any_finite = h->finite > 0;
@@ -343,10 +343,11 @@ __global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const 
     if (bins_shared[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(bins_shared[b]));
 }
 
-__global__ void __launch_bounds__(kThreads) finalize2_kernel(const Job* jobs, const Partial* partials, unsigned char* records) {
+__global__ void __launch_bounds__(kThreads) finalize2_kernel(const Job* jobs, int job0, const Partial* partials,
+                                                             unsigned char* records) {
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
-  const Job j = jobs[blockIdx.x];
+  const Job j = jobs[job0 + static_cast<int>(blockIdx.x)];
   double sq = 0;
   for (int i = threadIdx.x; i < j.n_chunks; i += kThreads) sq += partials[j.first_chunk + i].sumsq;
   sq = Reduce(tmp).Sum(sq);
@@ -374,7 +375,7 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
   std::vector<int> chunk_job;
   size_t offset = 0;
   for (const SummaryTensor& t : tensors) {
-    Layout l{t.rows, t.cols, 1, 1, 0, 0, t.scale_block, offset};
+    Layout l{t.rows, t.cols, 1, 1, 0, 0, t.scale_block, offset, static_cast<int>(chunk_job.size()), 0};
     if (spec.grid_rows > 0 && spec.grid_cols > 0 && t.rows > 0 && t.cols > 0) {
       l.row_stride = grid_stride(t.rows, spec.grid_rows);
       l.col_stride = grid_stride(t.cols, spec.grid_cols);
@@ -385,6 +386,7 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
       fail("device summaries: block scales of ", t.scale_block, "-element blocks over rows of ", t.cols);
     const int64_t n = t.rows * t.cols;
     const int n_chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+    l.n_chunks = n_chunks;
     jobs.push_back(Job{t.data, n, t.rows, t.cols, l.row_stride, l.col_stride, l.grid_rows, l.grid_cols, spec.hist_bins,
                        static_cast<int>(chunk_job.size()), n_chunks, outliers, t.scale_block, offset});
     chunk_job.insert(chunk_job.end(), static_cast<size_t>(n_chunks), static_cast<int>(jobs.size() - 1));
@@ -418,24 +420,32 @@ DeviceSummaries::~DeviceSummaries() {
   }
 }
 
-void DeviceSummaries::enqueue(cudaStream_t s) {
-  if (layout_.empty()) return;
-  const unsigned jobs = static_cast<unsigned>(layout_.size());
+void DeviceSummaries::enqueue(cudaStream_t s) { enqueue(s, 0, layout_.size()); }
+
+void DeviceSummaries::enqueue(cudaStream_t s, size_t first, size_t end) {
+  if (first > end || end > layout_.size())
+    fail("device summaries: tensor range [", first, ", ", end, ") outside the ", layout_.size(), " tensors");
+  if (first == end) return;
+  const unsigned jobs = static_cast<unsigned>(end - first);
+  const int job0 = static_cast<int>(first);
+  // The range's chunks are contiguous: tensor i owns [first_chunk, first_chunk + n_chunks).
+  const int chunk0 = layout_[first].first_chunk;
+  const int chunks = layout_[end - 1].first_chunk + layout_[end - 1].n_chunks - chunk0;
   const Job* j = jobs_.as<Job>();
   auto* rec = records_.as<unsigned char>();
   auto* cand = candidates_.as<Candidate>();
-  if (n_chunks_ > 0) {
-    pass1_kernel<<<static_cast<unsigned>(n_chunks_), kThreads, 0, s>>>(j, chunk_job_.as<int>(), partials_.as<Partial>(), cand);
+  if (chunks > 0) {
+    pass1_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), cand);
     check_launch("summary_pass1_kernel", s);
   }
-  finalize1_kernel<<<jobs, kThreads, 0, s>>>(j, partials_.as<Partial>(), cand, rec);
+  finalize1_kernel<<<jobs, kThreads, 0, s>>>(j, job0, partials_.as<Partial>(), cand, rec);
   check_launch("summary_finalize1_kernel", s);
-  if (n_chunks_ > 0) {
+  if (chunks > 0) {
     const size_t shared = sizeof(unsigned int) * static_cast<size_t>(spec_.hist_bins);
-    pass2_kernel<<<static_cast<unsigned>(n_chunks_), kThreads, shared, s>>>(j, chunk_job_.as<int>(), partials_.as<Partial>(), rec);
+    pass2_kernel<<<static_cast<unsigned>(chunks), kThreads, shared, s>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), rec);
     check_launch("summary_pass2_kernel", s);
   }
-  finalize2_kernel<<<jobs, kThreads, 0, s>>>(j, partials_.as<Partial>(), rec);
+  finalize2_kernel<<<jobs, kThreads, 0, s>>>(j, job0, partials_.as<Partial>(), rec);
   check_launch("summary_finalize2_kernel", s);
 }
 

@@ -1,8 +1,8 @@
 // Node summaries computed on the device: the statistics, value grid and histogram of
 // cpu/summarize.h (summarize_host is the CPU twin and defines every rule), the largest |x|
 // (outliers_host) and, for a matmul's activation, the 8-bit block scales (block_scales_host;
-// both in exec/tensor_compare.h), for a list of tensors at once, in four kernels whatever the number of tensors, so a traced decode step stays one
-// CUDA graph. Results land in one device record buffer that the caller copies to pinned host
+// both in exec/tensor_compare.h), for a list of tensors (or a range of it) at once, in four
+// kernels whatever the number of tensors, so a traced decode step stays one CUDA graph. Results land in one device record buffer that the caller copies to pinned host
 // memory (copy_to_host), one slot per step parity, so reading step N never blocks step N+1.
 #pragma once
 #include <cuda_runtime.h>
@@ -39,6 +39,9 @@ class DeviceSummaries {
 
   // The four summary kernels (graph-capturable; fixed pointers, no host work per launch).
   void enqueue(cudaStream_t s);
+  // The same for tensors [first, end) only: a traced step summarises each part of its graph as
+  // soon as that part is computed, beside the rest of the step (cuda_backend.cpp).
+  void enqueue(cudaStream_t s, size_t first, size_t end);
   // Copies the records into host slot (0 or 1) and marks it; not graph-captured, so each step
   // can alternate slots.
   void copy_to_host(cudaStream_t s, int slot);
@@ -52,6 +55,7 @@ class DeviceSummaries {
     int64_t rows, cols, row_stride, col_stride;
     int grid_rows, grid_cols, scale_block;
     size_t offset;  // bytes into the record buffer
+    int first_chunk, n_chunks;  // its chunks of the pass kernels
   };
   const unsigned char* record(int slot, size_t i) const;
   SummarySpec spec_;

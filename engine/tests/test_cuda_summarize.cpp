@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "cpu/summarize.h"
 #include "cuda/summarize.h"
 #include "exec/tensor_compare.h"
@@ -118,9 +119,19 @@ TEST(CudaSummarize, MatchesHostInOneBatch) {
     const int k = outliers_of[which++];
     cuda::DeviceSummaries ds(tensors, spec, k);
     ASSERT_EQ(ds.tensors(), cs.size());
-    // Twice on alternating slots: the second run must not see the first one's counts.
+    // Twice on alternating slots: the second run must not see the first one's counts. The
+    // second runs in three uneven parts (as a traced step forks them), which must not matter.
     for (int rep = 0; rep < 2; ++rep, slot ^= 1) {
-      ds.enqueue(nullptr);
+      if (rep == 0) {
+        ds.enqueue(nullptr);
+      } else {
+        const size_t cut1 = 1, cut2 = cs.size() / 2;
+        ds.enqueue(nullptr, 0, cut1);
+        ds.enqueue(nullptr, cut1, cut2);
+        ds.enqueue(nullptr, cut2, cs.size());
+        ds.enqueue(nullptr, cs.size(), cs.size());  // an empty part launches nothing
+        EXPECT_THROW(ds.enqueue(nullptr, 2, 1), Error);
+      }
       ds.copy_to_host(nullptr, slot);
       for (size_t i = 0; i < cs.size(); ++i) {
         const TensorSummary want = summarize_host(cs[i].data.data(), cs[i].rows, cs[i].cols, spec);
