@@ -25,13 +25,15 @@ run() {  # $1 = mode; prints decode tokens/s
     sed -n 's/.*decode: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p'
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-declare -A tps size rec
+declare -A tps size rec steps
 for mode in "${MODES[@]}"; do
   tps[$mode]=$(for i in $(seq "$R"); do run "$mode"; done | median)
   [ -n "${tps[$mode]}" ] || { echo "bench-trace-overhead: no decode rate from mode $mode" >&2; exit 1; }
   size[$mode]=$( [ -f "$T/t.json" ] && stat -c %s "$T/t.json" || echo 0)
   # Where the recorder's time went in the last run (run thread, queue wait, final drain).
   rec[$mode]=$( [ -f "$T/t.json" ] && python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["timings"].get("recorder")))' "$T/t.json" || echo null)
+  # Where a decode step's time goes (medians over the last run's decode steps).
+  steps[$mode]=$( [ -f "$T/t.json" ] && python3 "$(dirname "$0")/device/step_times.py" "$T/t.json" || echo null)
   rm -f "$T/t.json"
 done
 join() { local IFS=,; echo "$*"; }
@@ -42,5 +44,6 @@ cat <<JSON
  "decode_tok_s": {$(fields tps)},
  "time_per_token_ratio_to_off": {$(ratios)},
  "trace_bytes": {$(fields size)},
- "recorder_timings_ms": {$(fields rec)}}
+ "recorder_timings_ms": {$(fields rec)},
+ "decode_step_medians_ms": {$(fields steps)}}
 JSON

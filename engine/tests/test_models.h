@@ -4,6 +4,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "model/generator.h"
 
@@ -26,7 +27,11 @@ inline std::string generated_model(const std::string& tag, const std::string& pr
     s.weights = w;
     s.seed = seed;
     s.tokenizer_json = tokenizer_json();
-    generate_model(s, path);
+    // Test programs run in parallel (ctest -j) and may make the same model at once: each writes
+    // its own file and renames it into place (same bytes either way).
+    const std::string mine = path + "." + std::to_string(::getpid());
+    generate_model(s, mine);
+    std::filesystem::rename(mine, path);
   }
   return path;
 }
