@@ -255,6 +255,10 @@ void attention_prefill(const float* q, const int32_t* pos, const float* k_cache,
   if (rows < 0) fail("CUDA kernel attention_prefill: negative rows ", rows);
   if (rows == 0) return;
   if (!q || !pos || !k_cache || !v_cache || !out) fail("CUDA kernel attention_prefill: null pointer");
+  if (attention_prefill_uses_mma(head_dim)) {  // by shape: the tensor-core kernel (attention.h)
+    attention_prefill_mma(q, pos, k_cache, v_cache, out, rows, n_head, n_head_kv, head_dim, s);
+    return;
+  }
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const unsigned grid = grid_1d(rows * n_head, 1, "attention_prefill");  // one CTA per (row, head)
   launch_pdl("attention_prefill", attention_prefill_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, out,

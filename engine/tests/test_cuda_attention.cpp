@@ -1,14 +1,25 @@
-// GPU causal GQA attention (engine/cuda/attention.cu) against cpu::attention.
+// GPU causal GQA attention (engine/cuda/attention.cu, attention_prefill_mma.cu) against cpu::attention.
 //   prefill: several head layouts (Qwen2-0.5B's 14/2 x 64, 16/16 x 128, 4/1 x 256, odd
 //            head_dim 10 and 6, head_dim 200 > the CTA width), prompts starting at 0 and deep in
 //            the context, rows straddling the 128-key chunk boundary, and unordered positions.
+//   prefill on tensor cores (head_dim 64 and 128): 14/2 x 64, 16/16 x 128, 28/4 x 128; 1, 15, 64,
+//            65, 130 and 512 rows (partial 64-row tiles, one row, several tiles); prompts from 0
+//            and from position 300 in a 1024-row cache; unordered positions with a -1 (no key:
+//            zero output); one channel per head near 30 in q, k and v in some cases (Qwen-like
+//            outliers: peaked softmax, large scores).
 //   decode:  max_ctx 1024, positions 0, 1, 37, 127, 128, 255, 1000, 1023, both GQA ratios; the
 //            same launch replayed at several positions written into the device pos between
 //            replays; and the launch captured once into a CUDA graph and replayed at several
 //            positions. The scratch starts as NaN, so a combine that read a dead chunk would show.
-// Cache rows past the live length hold random values (never zeros), so reading them would show.
-// Tolerance: relative L2 error <= 1e-5 over each output (f32 math on both sides; the sums run in
-// a different order, which costs ~1e-7 per element).
+// Cache rows past the live length hold random values (never zeros), so reading them would show;
+// outputs start as NaN, so a row the kernel did not write would show.
+// Tolerance: relative L2 error over each output, chosen by the kernel the case takes
+// (cuda::attention_prefill_uses_mma: by head_dim, the same rule as the dispatch):
+//   f32 kernels (decode; prefill at other head dims): <= 1e-5 (f32 math on both sides; the sums
+//            run in a different order, which costs ~1e-7 per element);
+//   tensor-core prefill (head_dim 64, 128): <= 3e-3. Q, K, V and the softmax weights are rounded
+//            to f16 (2^-11 relative each), the rest is f32; these cases measure 2e-4 .. 8e-4 in a
+//            CPU emulation of the kernel (PTX fragment layouts), hence ~4x headroom.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -30,7 +41,8 @@ using minfer::testing::to_host;
 
 namespace {
 
-constexpr double kTol = 1e-5;
+constexpr double kTol = 1e-5;     // f32 kernels
+constexpr double kTolMma = 3e-3;  // tensor-core prefill: f16 inputs (see the header)
 
 struct Heads {
   int64_t n_head, n_head_kv, head_dim;
@@ -48,19 +60,34 @@ std::vector<float> cpu_attention(const std::vector<float>& q, const std::vector<
   return out;
 }
 
-void check_prefill(const Heads& h, const std::vector<int32_t>& pos, int64_t n_ctx, uint32_t seed) {
+// Sets channel `ch` of every head of every row to about `value` (a massive activation).
+void plant_outlier(std::vector<float>& x, int64_t head_dim, int64_t ch, float value) {
+  for (size_t i = static_cast<size_t>(ch), j = 0; i < x.size(); i += static_cast<size_t>(head_dim), ++j)
+    x[i] = value + 0.1f * static_cast<float>(j % 7);
+}
+
+// outlier != 0: q channel 5 ~ outlier, k channel 5 ~ outlier / 2, v channel 7 ~ outlier.
+void check_prefill(const Heads& h, const std::vector<int32_t>& pos, int64_t n_ctx, uint32_t seed, float outlier = 0) {
   const int64_t rows = static_cast<int64_t>(pos.size());
   const int64_t q_cols = h.n_head * h.head_dim, kv_cols = h.n_head_kv * h.head_dim;
-  const auto q = random_floats(static_cast<size_t>(rows * q_cols), seed);
-  const auto kc = random_floats(static_cast<size_t>(n_ctx * kv_cols), seed + 1);
-  const auto vc = random_floats(static_cast<size_t>(n_ctx * kv_cols), seed + 2);
+  auto q = random_floats(static_cast<size_t>(rows * q_cols), seed);
+  auto kc = random_floats(static_cast<size_t>(n_ctx * kv_cols), seed + 1);
+  auto vc = random_floats(static_cast<size_t>(n_ctx * kv_cols), seed + 2);
+  if (outlier != 0) {
+    plant_outlier(q, h.head_dim, 5, outlier);
+    plant_outlier(kc, h.head_dim, 5, outlier / 2);
+    plant_outlier(vc, h.head_dim, 7, outlier);
+  }
   const auto want = cpu_attention(q, pos, kc, vc, h);
   auto dq = to_device(q), dpos = to_device(pos), dk = to_device(kc), dv = to_device(vc);
   auto dout = poisoned(want.size() * sizeof(float));
   cuda::attention_prefill(dq.as<float>(), dpos.as<int32_t>(), dk.as<float>(), dv.as<float>(), dout.as<float>(), rows,
                           h.n_head, h.n_head_kv, h.head_dim, nullptr);
+  const bool mma = cuda::attention_prefill_uses_mma(h.head_dim);
   const double err = rel_l2(to_host<float>(dout, want.size()), want);
-  EXPECT_LE(err, kTol) << "prefill " << h.str() << " rows=" << rows << " first pos=" << pos[0];
+  EXPECT_LE(err, mma ? kTolMma : kTol) << "prefill (" << (mma ? "tensor cores" : "f32") << ") " << h.str()
+                                       << " rows=" << rows << " first pos=" << pos[0] << " n_ctx=" << n_ctx
+                                       << " outlier=" << outlier;
 }
 
 std::vector<int32_t> run_of_positions(int32_t first, int64_t rows) {
@@ -124,6 +151,46 @@ TEST(CudaAttention, PrefillMatchesCpu) {
   check_prefill({2, 2, 6}, run_of_positions(250, 7), 260, seed += 10);
   check_prefill({3, 1, 200}, run_of_positions(129, 3), 140, seed += 10);    // head_dim > 128 threads
   check_prefill({14, 2, 64}, {17, 3, 0, 511, 128, 64}, 600, seed += 10);   // unordered positions
+}
+
+// The shape rule of the dispatch: the Qwen2 head dims take the tensor cores, the rest f32.
+TEST(CudaAttention, PrefillDispatchByHeadDim) {
+  MINFER_REQUIRE_GPU();  // host-only, but every test of this program skips without a GPU (ctest)
+  EXPECT_TRUE(cuda::attention_prefill_uses_mma(64));
+  EXPECT_TRUE(cuda::attention_prefill_uses_mma(128));
+  for (int64_t d : {6, 10, 32, 80, 96, 200, 256}) EXPECT_FALSE(cuda::attention_prefill_uses_mma(d)) << d;
+}
+
+TEST(CudaAttention, PrefillTensorCoresMatchCpu) {
+  MINFER_REQUIRE_GPU();
+  uint32_t seed = 500;
+  for (int64_t rows : {1, 15, 64, 65, 130, 512}) {
+    check_prefill({14, 2, 64}, run_of_positions(0, rows), rows + 5, seed += 10);   // a prompt from position 0
+    check_prefill({14, 2, 64}, run_of_positions(300, rows), 1024, seed += 10);     // deep in the context
+  }
+  check_prefill({14, 2, 64}, run_of_positions(0, 130), 200, seed += 10, 30.f);     // outliers
+  check_prefill({14, 2, 64}, run_of_positions(300, 65), 1024, seed += 10, 30.f);
+  for (const Heads& h : {Heads{16, 16, 128}, Heads{28, 4, 128}}) {
+    for (int64_t rows : {1, 15, 65, 130}) {
+      check_prefill(h, run_of_positions(0, rows), rows + 5, seed += 10);
+      check_prefill(h, run_of_positions(300, rows), 1024, seed += 10, rows == 65 ? 30.f : 0.f);
+    }
+  }
+  check_prefill({28, 4, 128}, run_of_positions(0, 512), 520, seed += 10, 30.f);
+  check_prefill({28, 4, 128}, run_of_positions(300, 512), 1024, seed += 10);
+
+  // Unordered positions (rows of one tile attend different prefixes; the tile's key range is
+  // its largest position), a row without keys (-1: zero output) and the cache's last row.
+  std::mt19937 rng(7);
+  std::vector<int32_t> pos(150);
+  for (auto& p : pos) p = static_cast<int32_t>(rng() % 1024);
+  pos[7] = -1;
+  pos[70] = 1023;
+  pos[100] = 0;
+  check_prefill({14, 2, 64}, pos, 1024, seed += 10);
+  check_prefill({14, 2, 64}, pos, 1024, seed += 10, 30.f);
+  check_prefill({28, 4, 128}, pos, 1024, seed += 10);
+  check_prefill({16, 16, 128}, {17, 3, 0, -1, 511, 128, 64}, 600, seed += 10);
 }
 
 TEST(CudaAttention, DecodeMatchesCpuAtManyPositions) {
@@ -197,6 +264,12 @@ TEST(CudaAttention, BadArgumentsNameTheKernel) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("attention_prefill"), std::string::npos) << e.what();
+  }
+  try {
+    cuda::attention_prefill_mma(f, p, f, f, f, 1, 2, 2, 80, nullptr);  // not a tensor-core head_dim
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_prefill_mma"), std::string::npos) << e.what();
   }
   try {
     cuda::attention_decode(f, p, f, f, f, 2, 2, 300, 16, f, d.as<unsigned int>(), nullptr);  // head_dim > 256
