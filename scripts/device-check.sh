@@ -9,7 +9,8 @@
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
-# (regex over the test programs the sanitizers run, default all).
+# (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
+# GPU test program, default 900).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -38,7 +39,7 @@ if has build; then
 fi
 
 if has tests; then
-  (cd "$B" && ctest -R "${MINFER_DEVICE_TESTS:-cuda}" --output-on-failure --timeout 900 -j4 > "$LOGS/ctest-gpu.log" 2>&1)
+  (cd "$B" && ctest -R "${MINFER_DEVICE_TESTS:-cuda}" --output-on-failure --timeout "${MINFER_DEVICE_TEST_TIMEOUT:-900}" -j4 > "$LOGS/ctest-gpu.log" 2>&1)
   say "gpu ctest: $(grep -E 'tests passed|tests failed' "$LOGS/ctest-gpu.log") $(grep -E 'Skipped|Failed' "$LOGS/ctest-gpu.log" | tr -s ' ' | tr '\n' ';')"
   grep -E "^\s+[0-9]+ - |FAILED|Failure|Expected|Which is|actual|SKIPPED" "$LOGS/ctest-gpu.log" | head -60
   # Each test program's own table (worst node per step for every weight type and path).

@@ -115,6 +115,7 @@ struct StepPlan {
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
+  DeviceBuffer rope_tickets;                           // the QKV launch's RoPE tail counter (zeroed once)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   int32_t* host_argmax = nullptr;                      // pinned
@@ -380,6 +381,11 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
                          "split-KV attention merge counters");
     CUDA_CHECK(cudaMemsetAsync(p.attn_tickets.get(), 0, p.attn_tickets.bytes(), stream));
   }
+  if (std::any_of(p.fusion.groups.begin(), p.fusion.groups.end(),
+                  [](const cuda::FusedGroup& grp) { return grp.kind == cuda::FusedKind::NormQkvRopeKv; })) {
+    p.rope_tickets.alloc(sizeof(unsigned int), "the RoPE tail's ticket");
+    CUDA_CHECK(cudaMemsetAsync(p.rope_tickets.get(), 0, p.rope_tickets.bytes(), stream));
+  }
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
   p.act_block.resize(g.nodes.size());
   for (const Node& n : g.nodes) p.act_block[static_cast<size_t>(n.id)] = activation_block(n);
@@ -395,7 +401,7 @@ std::string CudaBackend::matmul_kernel(const Node& n) const {
   const cuda::DeviceWeight& w = impl_->weights->get(n.weight);
   const bool q = is_quantized(w.type);
   if (n.rows() == 1) return q ? "mmvq (activations as Q8_1)" : std::string("gemv ") + minfer::name(w.type);
-  if (q && impl_->path == MatmulPath::MMQ) return "mmq (activations as Q8_1, dp4a)";
+  if (q && impl_->path == MatmulPath::MMQ) return "mmq (activations as Q8_1, int8 tensor cores)";
   if (q) return "cublas f16 gemm (W16 cache)";
   return w.type == WeightType::F32 ? "cublas f32 gemm" : std::string("cublas ") + minfer::name(w.type) + " gemm";
 }
@@ -517,6 +523,20 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
       for (size_t i = 1; i < grp.nodes.size(); ++i) outs.push_back(matvec_out(g.node(grp.nodes[i])));
       cuda::mmvq_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), outs.data(),
                        static_cast<int>(outs.size()), stream);
+      break;
+    }
+    case cuda::FusedKind::NormQkvRopeKv: {  // as NormMatvecs over q, k, v, + the RoPE + KV write as its tail
+      const Node& norm = g.node(grp.nodes[0]);
+      const Node &qr = g.node(grp.nodes[4]), &kr = g.node(grp.nodes[5]), &kv = g.node(grp.nodes[6]);
+      std::vector<cuda::FusedMatvecOut> outs;
+      for (size_t i = 1; i < 4; ++i) outs.push_back(matvec_out(g.node(grp.nodes[i])));
+      const cuda::RopeKvTail tail{input(g, qr, 0, p), input(g, kr, 0, p), input(g, kv, 1, p), p.positions.as<int32_t>(),
+                                  h.n_head, h.n_head_kv, h.head_dim, h.rope_base, out(p, qr.id), out(p, kr.id),
+                                  k_cache.at(static_cast<size_t>(kv.layer)).as<float>(),
+                                  v_cache.at(static_cast<size_t>(kv.layer)).as<float>(), n_ctx,
+                                  p.rope_tickets.as<unsigned int>()};
+      cuda::mmvq_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), outs.data(),
+                       static_cast<int>(outs.size()), stream, &tail);
       break;
     }
     case cuda::FusedKind::NormGateUpSwiglu: {  // rms_norm -> gate, up -> silu(gate) * up

@@ -1,25 +1,78 @@
-// MMQ: y[t][o] = sum_k x[t][k] W[o][k] (+ bias[o]) with W quantized and x in Q8_1 blocks.
+// MMQ: y[t][o] = sum_k x[t][k] W[o][k] (+ bias[o]) with W quantized and x in Q8_1 blocks, the
+// integer dot products on the int8 tensor cores (mma.sync m16n8k32 / m16n8k16, s8 x s8 -> s32).
 //
 // Math: for one 32-element activation block b of token t and weight row o,
 //     sum_{k in b} w_k a_k = d_a * sum_g d_w(g) * isum_g  +  m_w * s_a
 // isum_g = integer dot of the int8 codes over the scale group g (the whole 32 elements, or each
 // 16-element half for Q6_K), (d_w, m_w) the weight scale and offset (quant_blocks.cuh: Codes<T>),
-// (d_a, s_a) the Q8_1 block's scale and d_a*sum(codes).
+// (d_a, s_a) the Q8_1 block's scale and d_a*sum(codes). One m16n8k32 mma gives isum of one
+// 32-block for 16 rows x 8 tokens (Q6_K: two m16n8k16, one per 16-element half), exactly; each
+// accumulator then takes that block's float update, block after block, in K order:
+//     wsum = fma(d_w(0), isum_0, 0)                       [Q6_K: wsum = fma(d_w(1), isum_1, that)]
+//     acc  = fma(m_w, s_a, d_a * wsum) + acc
+// These are the operations, operands and order of the dp4a kernel this one replaced (its PTX:
+// fma.rn / mul / fma.rn / add per element and block), written here with explicit-rounding
+// intrinsics so no compiler contraction can change them: the output is bit-for-bit the dp4a
+// kernel's (test_cuda_mmq checks every element bit-exactly against a host emulation of them).
+// The int -> float step is folded into the mma (see "Exact conversion" below).
 //
-// Tiling: a CTA computes a (16*A outputs) x 64 (tokens) tile of y, A = 4, 2 or 1 rows per
-// thread. Per K step of 256 elements (8 Q8_1 blocks, one K-quant super-block) it stages in
-// shared memory:
-//   wq[16A rows][64 ints]  weight codes as int8x4 (unpacked once from any block format),
-//   wd/wm                  per-group weight scales and per-32 offsets (floats),
-//   xq[64 tokens][64 ints], xds[64 tokens][8] (d_a, s_a),
-// then every thread does its A x 4 outputs with __dp4a over the staged ints. Rows of the int
-// tiles are padded to 65 ints: a warp reading column k of 16 different rows hits 16 banks.
-// The launcher takes the largest A that still launches at least one CTA per two SMs: the
-// 896-row matrices of a short prompt would otherwise run on 14 CTAs of 132 SMs, while smaller
-// tiles re-read the activation tile more often (measured on the H200: at 512 tokens the 64-row
-// tile on 112 CTAs beats the 16-row tile on 448; at 16-128 tokens the 16-row tile wins).
-// A partial last K step (n_in = 896 = 3.5 steps) runs only its valid 32-blocks.
+// CTA tile: 16*A weight rows x 64 tokens (A = 4, 2, 1: 64, 32, 16 rows), K in steps of 256
+// elements (8 Q8_1 blocks, one K-quant super-block). 12 warps (384 threads), specialised:
+//   * 4 loader warps fill the next K step's stage: the activation codes by cp.async (4 bytes,
+//     zero-filled past nt / past the row), their (d_a, s_a), and the weights unpacked by
+//     load_weight_tile (every format to int8 codes + scales, exactly as before);
+//   * 8 math warps run the tensor cores on the other stage.
+// Two stages in shared memory, handed over with named barriers (kBarFull + s: stage s filled,
+// kBarEmpty + s: stage s read). A CTA's K loop is a chain of dependent steps; with one stage
+// every step waited for its global loads (a 64-row CTA on a 896-row matrix runs one CTA per SM
+// at 512 tokens, so nothing else hid that latency); with two, the loads of step k+1 overlap
+// the mma work of step k. At most 80 registers (two CTAs per SM), no spills.
+//
+// Stage (shared memory, per K step; kStride = 68 ints per row of the int tiles):
+//   wq[16A][68]   weight codes as int8x4, element 4i..4i+3 of the step in int i;
+//   xq[64][68]    activation codes, token-major (= the "col" B operand: K contiguous per token);
+//   wd[16A][G+1], wm[16A][9]   per-group weight scales (G = 8, or 16 for Q6_K) and per-32-block
+//                 offsets (floats; +1: 8 consecutive rows land in 8 different banks);
+//   xds[64][9]    (d_a, s_a) per token and block (float2; +1: tokens 2 apart in different banks).
+// Bytes per stage: 64 rows 44032 (Q6_K 46080), 32 rows 33024 (34048), 16 rows 27520 (28032);
+// both stages as dynamic shared memory (at most 90 KB per CTA: two CTAs fit on an SM).
+//
+// Warp tiling: math warp w owns the m16 tile mt = w % A (rows 16mt..16mt+15 of the CTA tile) and
+// the A n8 tiles (w / A) * A .. + A-1 (tokens 8n..8n+7 each): a 16 x 8A warp tile, so the 8
+// warps cover 16A x 64. Per 32-block a warp loads one A fragment (4 ints) and its rows' scales
+// once, and per n8 tile one B fragment (2 ints) and two tokens' (d_a, s_a): the float update per
+// accumulator (4 FP32 instructions per element and block, versus one mma per 128 elements) is the
+// inner loop's real cost, and it is the same for every warp shape; 16-row warp tiles keep the
+// scale loads per row and the registers (4A accumulators) small. An m16 tile wholly past n_out
+// or an n8 tile wholly past nt is skipped (warp-uniform).
+//
+// Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k32" / "... m16n8k16 with integer type";
+// g = lane / 4, q = lane % 4; a register holds 4 int8 of consecutive k, lowest k in the low byte,
+// so in units of the staged ints (4 codes each) of one 32-block kb:
+//   A (16 rows x 32 k, row-major):  a0 = W[g][q],  a1 = W[g+8][q],  a2 = W[g][q+4],  a3 = W[g+8][q+4]
+//   B (32 k x 8 tokens, "col"):     b0 = X[tok g][q],  b1 = X[tok g][q+4]
+//   C/D (16 x 8, s32):              c0 = (row g, tok 2q), c1 = (g, 2q+1), c2 = (g+8, 2q), c3 = (g+8, 2q+1)
+// m16n8k16 (Q6_K halves): A = {a0, a1}, B = {b0} over ints 0..3 (elements 0..15 of the block), and
+// A = {a2, a3}, B = {b1} over ints 4..7 (elements 16..31), C as above.
+// Bank conflicts: a fragment load reads 8 rows x 4 consecutive ints; with a row stride of 68
+// (= 4 mod 32) word (row g, int q) is in bank 4g + q + const: all 32 lanes in different banks.
+//
+// Exact conversion: the mma accumulates onto C = 0x4B400000, the bits of the float M = 1.5 * 2^23.
+// |isum| <= 32 * 128 * 128 = 2^19 < 2^22 for any int8 codes, so D = 0x4B400000 + isum has the
+// same exponent and, read as a float, is exactly M + isum. Then
+//     fma(d_w, D_f, -(d_w * M)) = round(d_w * isum) = fma(d_w, float(isum), 0),
+// including the +0 of isum = 0 and of d_w = +-0, because d_w * M is exact: every d_w is an f16
+// times an integer of at most 8 bits (at most 19 significant bits, M has 2) and far from overflow.
+// Q6_K's second half needs the float itself: D_f - M = float(isum) exactly. (Non-finite scales,
+// i.e. a corrupt f16, would give NaN where the dp4a kernel gave +-inf.)
+//
+// The launcher takes the largest tile that still launches at least one CTA per two SMs (as the
+// dp4a kernel did; measured there on the H200: at 512 tokens the 64-row tile on 112 CTAs beat
+// the 16-row tile on 448, and at 16-128 tokens the 16-row tile won). A partial last K step
+// (n_in = 896 = 3.5 steps) runs only its valid 32-blocks.
 #include "cuda/mmq.h"
+
+#include <bit>
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
@@ -28,40 +81,124 @@
 namespace minfer::cuda {
 namespace {
 
-constexpr int kTileTok = 64;           // tokens per CTA
-constexpr int kTileK = 256;            // elements per K step
+constexpr int kTileTok = 64;              // tokens per CTA
+constexpr int kTileK = 256;               // elements per K step
 constexpr int kTileBlocks = kTileK / QK;  // 8 Q8_1 blocks per K step
-constexpr int kTileInts = kTileK / 4;  // 64 int8x4 per row per K step
-constexpr int kPad = kTileInts + 1;    // padded row length of the int tiles
-constexpr int kThreads = 256;          // 16 x 16 threads, A x 4 outputs each
+constexpr int kTileInts = kTileK / 4;     // 64 int8x4 per row per K step
+constexpr int kStride = kTileInts + 4;    // row stride of the int tiles: 4 mod 32 (fragment loads)
+constexpr int kMathWarps = 8, kLoadWarps = 4;
+constexpr int kMathThreads = 32 * kMathWarps, kLoadThreads = 32 * kLoadWarps;
+constexpr int kThreads = kMathThreads + kLoadThreads;  // 384
+// Named barriers (0 is __syncthreads, unused here): stage s full, stage s read.
+constexpr int kBarFull = 1, kBarEmpty = 3;
+
+constexpr int kMagicBits = 0x4B400000;   // f32 bits of kMagic
+constexpr float kMagic = 12582912.0f;    // 1.5 * 2^23
+static_assert(std::bit_cast<float>(kMagicBits) == kMagic);
+static_assert(kStride % 32 == 4, "fragment loads need a row stride of 4 mod 32 words");
 
 // Q6_K has one scale per 16 weights; the others one per 32.
 template <WeightType T> constexpr int kScaleElems = T == WeightType::Q6_K ? 16 : 32;
 
-template <WeightType T, int kTileOut>
-struct Tiles {
-  int wq[kTileOut][kPad];
-  float wd[kTileOut][kTileK / kScaleElems<T> + 1];  // +1: rows 16 apart fall in different banks
-  float wm[kTileOut][kTileBlocks + 1];
-  int xq[kTileTok][kPad];
-  float2 xds[kTileTok][kTileBlocks];
+template <WeightType T, int kRows>
+struct Stage {
+  int wq[kRows][kStride];
+  int xq[kTileTok][kStride];
+  float wd[kRows][kTileK / kScaleElems<T> + 1];
+  float wm[kRows][kTileBlocks + 1];
+  float2 xds[kTileTok][kTileBlocks + 1];
 };
 
+// ---------------------------------------------------------------- barriers and the mma
+
+// bar.arrive (producer) / bar.sync (consumer) on named barrier kId + stage (immediate ids, so
+// ptxas reserves only the barriers used), counting all kThreads threads: the PTX memory model makes
+// an arrive synchronize with a sync on the same barrier, so the shared-memory stores before the
+// arrive are visible after the sync (and reads before an arrive are done before the writes that
+// follow the matching sync). Executed by whole warps; `stage` is warp-uniform.
+template <int kId>
+__device__ __forceinline__ void bar_sync(int stage) {
+  if (stage == 0)
+    asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
+  else
+    asm volatile("bar.sync %0, %1;" ::"n"(kId + 1), "n"(kThreads) : "memory");
+}
+template <int kId>
+__device__ __forceinline__ void bar_arrive(int stage) {
+  if (stage == 0)
+    asm volatile("bar.arrive %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
+  else
+    asm volatile("bar.arrive %0, %1;" ::"n"(kId + 1), "n"(kThreads) : "memory");
+}
+
+// D = A (16x32 s8) * B (32x8 s8) + C, C = kMagicBits in every element.
+__device__ __forceinline__ void mma_k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1) {
+  const int c = kMagicBits;
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c), "r"(c), "r"(c), "r"(c));
+}
+// D = A (16x16 s8) * B (16x8 s8) + C, C = kMagicBits in every element.
+__device__ __forceinline__ void mma_k16(int (&d)[4], int a0, int a1, int b0) {
+  const int c = kMagicBits;
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0), "r"(c), "r"(c), "r"(c), "r"(c));
+}
+
+// One accumulator's update for one 32-block (see the header: the dp4a kernel's operations).
+// d: the mma output (kMagicBits + isum), wd/wdm: the row's scale and -(scale * kMagic).
+__device__ __forceinline__ float update(float acc, int d, float wd, float wdm, float wm, float2 ds) {
+  const float wsum = __fmaf_rn(wd, __int_as_float(d), wdm);  // = fma(wd, float(isum), 0)
+  return __fadd_rn(__fmaf_rn(wm, ds.y, __fmul_rn(ds.x, wsum)), acc);
+}
+// Q6_K: two 16-element groups with their own scales.
+__device__ __forceinline__ float update2(float acc, int d0, int d1, float wd0, float wdm0, float wd1, float wm,
+                                         float2 ds) {
+  const float w0 = __fmaf_rn(wd0, __int_as_float(d0), wdm0);             // = fma(wd0, float(isum0), 0)
+  const float wsum = __fmaf_rn(wd1, __fsub_rn(__int_as_float(d1), kMagic), w0);  // exact float(isum1)
+  return __fadd_rn(__fmaf_rn(wm, ds.y, __fmul_rn(ds.x, wsum)), acc);
+}
+
+// ---------------------------------------------------------------- loaders (kLoadThreads threads)
+
+// N ints to shared memory, as one int4 / int2 store where N allows; dst is N-int aligned (see
+// load_weight_tile).
+template <int N>
+__device__ __forceinline__ void store_ints(int* dst, const int* v) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i)
+      reinterpret_cast<int4*>(dst)[i] = make_int4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+  } else if constexpr (N == 2) {
+    *reinterpret_cast<int2*>(dst) = make_int2(v[0], v[1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = v[i];
+  }
+}
+
 // Weight tile: rows row0.., elements k0..k0+255. Units of work = (row, block of the tile, part):
-// 8 per row for every type (8 legacy blocks x 1 part, or 1 super-block x 8 parts), so 8*16A
-// units, two per thread at A = 4; each unpacks 32 codes and writes its groups' ints and scales.
+// 8 per row for every type (8 legacy blocks x 1 part, or 1 super-block x 8 parts), so 8*kRows
+// units, 1 to 4 per loader thread; each unpacks 32 codes and writes its groups' ints and scales.
 // A unit outside the matrix (row >= n_out, or past n_in in the last K step) writes zeros.
-template <WeightType T, int kTileOut>
-__device__ __forceinline__ void load_weight_tile(Tiles<T, kTileOut>& sh, const uint8_t* __restrict__ w, int64_t row0,
-                                                 int64_t n_out, int64_t n_in, int64_t k0) {
+// Alignment of the vector stores: a row is 68 ints (272 bytes, a multiple of 16) and a group's
+// first int is e/4 = 8*(legacy block) + 8*act_block + act_int, with act_int a multiple of the
+// group's int count (legacy 0 of 8, Q4_K/Q5_K 0 or 4 of 4, Q6_K 0/2/4/6 of 2).
+template <WeightType T, int kRows>
+__device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint8_t* __restrict__ w, int64_t row0,
+                                                 int64_t n_out, int64_t n_in, int64_t k0, int lt) {
   using C = qb::Codes<T>;
   constexpr int kElems = qb::kBlockElems<T>;
   constexpr int kBlocks = kTileK / kElems;  // weight blocks per row per K step
   constexpr int kUnitsPerRow = kBlocks * C::kParts;
   constexpr int kInts = 8 / C::kGroups;
+  static_assert((kRows * kUnitsPerRow) % kLoadThreads == 0);
   const int64_t blocks_per_row = n_in / kElems;
-#pragma unroll
-  for (int u = threadIdx.x; u < kTileOut * kUnitsPerRow; u += kThreads) {
+#pragma unroll 2  // two units' loads in flight; more spills registers (the kernel is capped at 80)
+  for (int it = 0; it < kRows * kUnitsPerRow / kLoadThreads; ++it) {
+    const int u = lt + it * kLoadThreads;
     const int r = u / kUnitsPerRow, bt = (u % kUnitsPerRow) / C::kParts, part = u % C::kParts;
     const int64_t row = row0 + r;
     const bool valid = row < n_out && k0 + bt * kElems < n_in;
@@ -71,8 +208,7 @@ __device__ __forceinline__ void load_weight_tile(Tiles<T, kTileOut>& sh, const u
 #pragma unroll
     for (int g = 0; g < C::kGroups; ++g) {
       const int e = bt * kElems + QK * C::act_block(part, g) + 4 * C::act_int(part, g);  // first element in tile
-#pragma unroll
-      for (int i = 0; i < kInts; ++i) sh.wq[r][e / 4 + i] = q[g * kInts + i];
+      store_ints<kInts>(&sh.wq[r][e / 4], q + g * kInts);
       if (e % kScaleElems<T> == 0) {  // the group that starts a scale group writes its scales
         const float2 sc = valid ? C::scale(blk, part, g) : make_float2(0.0f, 0.0f);
         sh.wd[r][e / kScaleElems<T>] = sc.x;
@@ -82,90 +218,165 @@ __device__ __forceinline__ void load_weight_tile(Tiles<T, kTileOut>& sh, const u
   }
 }
 
-// Activation tile: tokens tok0.., Q8_1 blocks kb0..kb0+7. Thread-to-data: 4096 ints, 16 per
-// thread, consecutive threads on consecutive ints of a token's blocks; 512 (d, s) pairs, 2 each.
-__device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kPad], float2 (&xds)[kTileTok][kTileBlocks],
+// 4 bytes global -> shared without registers (cp.async; src_size 0: the 4 bytes are zero-filled
+// and nothing is read). Complete and visible to this thread after cp_async_wait_all, to the
+// other threads after a barrier that follows it.
+__device__ __forceinline__ void cp_async4(int* dst, const void* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Activation tile: tokens tok0.., Q8_1 blocks kb0..kb0+7 (zeros past nt or past the row). The
+// codes go by cp.async (the caller waits for them before it signals the stage full), so a
+// loader thread does not hold 32 loads in registers. Thread-to-data: 4096 ints, 32 per loader
+// thread: thread lt always takes int i = lt % 64 of a token's 8 blocks (block i / 8, word i % 8),
+// for tokens lt / 64 + 2*it; a warp covers 32 consecutive ints of one token (conflict-free
+// stores; 4 blocks of 36 contiguous bytes in global memory). 512 (d, s) pairs, 4 per thread, a
+// token's 8 blocks on 8 consecutive threads (288 contiguous bytes).
+__device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kStride], float2 (&xds)[kTileTok][kTileBlocks + 1],
                                               const BlockQ8_1* __restrict__ x, int64_t tok0, int64_t nt,
-                                              int64_t nb, int64_t kb0) {
-#pragma unroll
-  for (int u = threadIdx.x; u < kTileTok * kTileInts; u += kThreads) {
-    const int tk = u / kTileInts, i = u % kTileInts, kb = i / 8;
-    const int64_t tok = tok0 + tk;
-    int v = 0;
-    if (tok < nt && kb0 + kb < nb)
-      v = reinterpret_cast<const int*>(x[tok * nb + kb0 + kb].qs)[i % 8];
-    xq[tk][i] = v;
+                                              int64_t nb, int64_t kb0, int lt) {
+  static_assert(kLoadThreads % kTileInts == 0 && kLoadThreads % kTileBlocks == 0);
+  {
+    const int i = lt % kTileInts, kb = i / 8, tk0 = lt / kTileInts;
+    const bool kb_in_row = kb0 + kb < nb;
+#pragma unroll 1  // cp.async issue only: unrolling buys nothing and costs address registers
+    for (int it = 0; it < kTileTok * kTileInts / kLoadThreads; ++it) {
+      const int tk = tk0 + it * (kLoadThreads / kTileInts);
+      const int64_t tok = tok0 + tk;
+      const bool valid = tok < nt && kb_in_row;
+      const void* src = valid ? static_cast<const void*>(reinterpret_cast<const int*>(x[tok * nb + kb0 + kb].qs) + i % 8)
+                              : static_cast<const void*>(x);
+      cp_async4(&xq[tk][i], src, valid);
+    }
   }
+  {
+    const int kb = lt % kTileBlocks, tk0 = lt / kTileBlocks;
+    const bool kb_in_row = kb0 + kb < nb;
 #pragma unroll
-  for (int u = threadIdx.x; u < kTileTok * kTileBlocks; u += kThreads) {
-    const int tk = u / kTileBlocks, kb = u % kTileBlocks;
-    const int64_t tok = tok0 + tk;
-    xds[tk][kb] = tok < nt && kb0 + kb < nb ? qb::q8_1_ds(x + tok * nb + kb0 + kb) : make_float2(0.0f, 0.0f);
+    for (int it = 0; it < kTileTok * kTileBlocks / kLoadThreads; ++it) {
+      const int tk = tk0 + it * (kLoadThreads / kTileBlocks);
+      const int64_t tok = tok0 + tk;
+      xds[tk][kb] = tok < nt && kb_in_row ? qb::q8_1_ds(x + tok * nb + kb0 + kb) : make_float2(0.0f, 0.0f);
+    }
   }
 }
 
-// Thread-to-data: blockIdx.x = output tile (16A rows from row0), blockIdx.y = token tile (64
-// from tok0); thread (tx = tid % 16, ty = tid / 16) owns outputs rows row0 + tx + 16a (a < A)
-// and tokens tok0 + ty + 16b (b < 4); a half-warp writes 16 consecutive outputs of one token.
+// ---------------------------------------------------------------- the kernel
+
+// blockIdx.x = output tile (16A rows from row0), blockIdx.y = token tile (64 from tok0). Warps
+// 0..7 compute (warp tiling in the header), warps 8..11 load. Stage s of K step i is s = i % 2.
 template <WeightType T, int A>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     mmq_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const BlockQ8_1* __restrict__ x,
                int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int kTileOut = 16 * A;
-  __shared__ Tiles<T, kTileOut> sh;
-  constexpr int kSub = QK / kScaleElems<T>;  // scale groups per 32-block: 1, or 2 for Q6_K
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTileOut;
+  constexpr int kRows = 16 * A;
+  using St = Stage<T, kRows>;
+  extern __shared__ __align__(16) unsigned char mmq_smem[];
+  St* stage = reinterpret_cast<St*>(mmq_smem);  // stage[0], stage[1]
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * kTileTok;
   const int64_t nb = n_in / QK;  // Q8_1 blocks per token
-  float acc[A][4] = {};
-  for (int64_t k0 = 0; k0 < n_in; k0 += kTileK) {
-    const int64_t left = (n_in - k0) / QK;
+  const int64_t steps = (n_in + kTileK - 1) / kTileK;
+
+  if (warp >= kMathWarps) {  // ---- loader warps: fill stage i % 2 once the math warps have read it
+    const int lt = static_cast<int>(threadIdx.x) - kMathThreads;
+    for (int64_t i = 0; i < steps; ++i) {
+      const int s = static_cast<int>(i & 1);
+      if (i >= 2) bar_sync<kBarEmpty>(s);  // step i-2's math is done with stage s
+      load_act_tile(stage[s].xq, stage[s].xds, x, tok0, nt, nb, i * kTileBlocks, lt);  // codes in flight
+      load_weight_tile<T, kRows>(stage[s], w, row0, n_out, n_in, i * kTileK, lt);
+      cp_async_wait_all();
+      bar_arrive<kBarFull>(s);
+    }
+    return;  // no barrier after this one counts the loader warps
+  }
+
+  // ---- math warps
+  constexpr int kSub = QK / kScaleElems<T>;  // scale groups per 32-block: 1, or 2 for Q6_K
+  const int mt = warp % A, n0 = (warp / A) * A;  // m16 tile; first of the A n8 tiles
+  const int g = lane / 4, q = lane % 4;
+  const int r_lo = 16 * mt + g, r_hi = r_lo + 8;  // the rows of c0/c1 and c2/c3 in the tile
+  const bool m_active = row0 + 16 * mt < n_out;
+  bool n_active[A];
+#pragma unroll
+  for (int j = 0; j < A; ++j) n_active[j] = tok0 + 8 * (n0 + j) < nt;
+  float acc[A][4];
+#pragma unroll
+  for (int j = 0; j < A; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+
+  for (int64_t i = 0; i < steps; ++i) {
+    const int s = static_cast<int>(i & 1);
+    bar_sync<kBarFull>(s);
+    const St& sh = stage[s];
+    const int64_t left = (n_in - i * kTileK) / QK;
     const int kb_valid = left < kTileBlocks ? static_cast<int>(left) : kTileBlocks;  // same for the whole CTA
-    load_weight_tile<T, kTileOut>(sh, w, row0, n_out, n_in, k0);
-    load_act_tile(sh.xq, sh.xds, x, tok0, nt, nb, k0 / QK);
-    __syncthreads();
-    for (int kb = 0; kb < kb_valid; ++kb) {
-      int isum[A][4][kSub] = {};
+    // One 32-block kb of the stage: A fragment and row scales once, then per n8 tile the B
+    // fragment, the mma and the 4 accumulators' updates.
+    const auto block = [&](int kb) {
+      const int a0 = sh.wq[r_lo][8 * kb + q], a1 = sh.wq[r_hi][8 * kb + q];
+      const int a2 = sh.wq[r_lo][8 * kb + q + 4], a3 = sh.wq[r_hi][8 * kb + q + 4];
+      float wd_lo[kSub], wd_hi[kSub], wdm_lo[kSub], wdm_hi[kSub];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        int wv[A], xv[4];
-#pragma unroll
-        for (int a = 0; a < A; ++a) wv[a] = sh.wq[tx + 16 * a][8 * kb + v];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) xv[b] = sh.xq[ty + 16 * b][8 * kb + v];
-#pragma unroll
-        for (int a = 0; a < A; ++a)
-#pragma unroll
-          for (int b = 0; b < 4; ++b) isum[a][b][v / (8 / kSub)] = __dp4a(wv[a], xv[b], isum[a][b][v / (8 / kSub)]);
+      for (int sg = 0; sg < kSub; ++sg) {
+        wd_lo[sg] = sh.wd[r_lo][kSub * kb + sg];
+        wd_hi[sg] = sh.wd[r_hi][kSub * kb + sg];
+        wdm_lo[sg] = __fmul_rn(wd_lo[sg], -kMagic);  // exact (header)
+        wdm_hi[sg] = __fmul_rn(wd_hi[sg], -kMagic);
       }
+      const float wm_lo = sh.wm[r_lo][kb], wm_hi = sh.wm[r_hi][kb];
 #pragma unroll
-      for (int a = 0; a < A; ++a) {
-        float wd[kSub];
-#pragma unroll
-        for (int s = 0; s < kSub; ++s) wd[s] = sh.wd[tx + 16 * a][kSub * kb + s];
-        const float wm = sh.wm[tx + 16 * a][kb];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          const float2 ds = sh.xds[ty + 16 * b][kb];
-          float wsum = 0.0f;
-#pragma unroll
-          for (int s = 0; s < kSub; ++s) wsum += wd[s] * static_cast<float>(isum[a][b][s]);
-          acc[a][b] += ds.x * wsum + wm * ds.y;
+      for (int j = 0; j < A; ++j) {
+        if (!n_active[j]) continue;
+        const int tb = 8 * (n0 + j);  // first token of the n8 tile
+        const int b0 = sh.xq[tb + g][8 * kb + q], b1 = sh.xq[tb + g][8 * kb + q + 4];
+        const float2 ds0 = sh.xds[tb + 2 * q][kb], ds1 = sh.xds[tb + 2 * q + 1][kb];
+        if constexpr (kSub == 1) {
+          int d[4];
+          mma_k32(d, a0, a1, a2, a3, b0, b1);
+          acc[j][0] = update(acc[j][0], d[0], wd_lo[0], wdm_lo[0], wm_lo, ds0);
+          acc[j][1] = update(acc[j][1], d[1], wd_lo[0], wdm_lo[0], wm_lo, ds1);
+          acc[j][2] = update(acc[j][2], d[2], wd_hi[0], wdm_hi[0], wm_hi, ds0);
+          acc[j][3] = update(acc[j][3], d[3], wd_hi[0], wdm_hi[0], wm_hi, ds1);
+        } else {
+          int d0[4], d1[4];
+          mma_k16(d0, a0, a1, b0);  // elements 0..15 of the block: scale group 2kb
+          mma_k16(d1, a2, a3, b1);  // elements 16..31: scale group 2kb+1
+          acc[j][0] = update2(acc[j][0], d0[0], d1[0], wd_lo[0], wdm_lo[0], wd_lo[1], wm_lo, ds0);
+          acc[j][1] = update2(acc[j][1], d0[1], d1[1], wd_lo[0], wdm_lo[0], wd_lo[1], wm_lo, ds1);
+          acc[j][2] = update2(acc[j][2], d0[2], d1[2], wd_hi[0], wdm_hi[0], wd_hi[1], wm_hi, ds0);
+          acc[j][3] = update2(acc[j][3], d0[3], d1[3], wd_hi[0], wdm_hi[0], wd_hi[1], wm_hi, ds1);
         }
       }
-    }
-    __syncthreads();  // the next K step overwrites the tiles
-  }
+    };
+    if (m_active) {
+      if (kb_valid == kTileBlocks) {  // a whole step: straight-line code the compiler can pipeline
 #pragma unroll
-  for (int a = 0; a < A; ++a) {
-    const int64_t row = row0 + tx + 16 * a;
+        for (int kb = 0; kb < kTileBlocks; ++kb) block(kb);
+      } else {  // the partial last step (n_in = 896: 4 of 8 blocks)
+#pragma unroll 1
+        for (int kb = 0; kb < kb_valid; ++kb) block(kb);
+      }
+    }
+    if (i + 2 < steps) bar_arrive<kBarEmpty>(s);  // the loaders wait for it only before step i+2
+  }
+
+  // c0/c1: row r_lo, tokens 2q and 2q+1 of the n8 tile; c2/c3: row r_hi. Lanes of one token
+  // write 8 consecutive floats.
+#pragma unroll
+  for (int hi = 0; hi < 2; ++hi) {
+    const int64_t row = row0 + (hi ? r_hi : r_lo);
     if (row >= n_out) continue;
     const float bv = bias ? bias[row] : 0.0f;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      const int64_t tok = tok0 + ty + 16 * b;
-      if (tok < nt) y[tok * n_out + row] = acc[a][b] + bv;
+    for (int j = 0; j < A; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t tok = tok0 + 8 * (n0 + j) + 2 * q + e;
+        if (tok < nt) y[tok * n_out + row] = __fadd_rn(acc[j][2 * hi + e], bv);
+      }
     }
   }
 }
@@ -183,9 +394,22 @@ int sm_count() {
 template <WeightType T, int A>
 void launch_mmq_tile(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias,
                      float* y, cudaStream_t s, const char* kernel, unsigned gy) {
+  constexpr size_t kSmem = 2 * sizeof(Stage<T, 16 * A>);
+  static_assert(sizeof(Stage<T, 16 * A>) % 16 == 0, "stage 1 must stay 16-byte aligned (int4 stores)");
+  static_assert(kSmem <= 100 * 1024, "two stages must leave room for two CTAs per SM");
+  // Above 48 KB of dynamic shared memory a kernel must opt in; and the L1/shared split should
+  // leave room for two CTAs (a hint). Once per instantiation (the engine drives one device).
+  static const bool opted_in = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_kernel<T, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmem)));
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_kernel<T, A>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    static_cast<int>(cudaSharedmemCarveoutMaxShared)));
+    return true;
+  }();
+  (void)opted_in;
   const unsigned gx = grid_1d(n_out, 16 * A, kernel);
-  mmq_kernel<T, A><<<dim3(gx, gy), kThreads, 0, s>>>(static_cast<const uint8_t*>(w), n_out, n_in,
-                                                     static_cast<const BlockQ8_1*>(x), nt, bias, y);
+  mmq_kernel<T, A><<<dim3(gx, gy), kThreads, kSmem, s>>>(static_cast<const uint8_t*>(w), n_out, n_in,
+                                                         static_cast<const BlockQ8_1*>(x), nt, bias, y);
   check_launch(kernel, s);
 }
 

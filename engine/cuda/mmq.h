@@ -1,6 +1,7 @@
 // Prefill matrix multiplication on quantized weights with int8 activations ("MMQ", the default
 // prefill path): y[nt][n_out] = x[nt][n_in] . W^T (+ bias), x given as Q8_1 blocks
-// (quantize_q8_1), integer dp4a dot products with per-block float scales.
+// (quantize_q8_1), integer dot products on the int8 tensor cores (mma.sync) with per-block
+// float scales; the output is bit-for-bit that of the dp4a kernel it replaced.
 // CPU twin: matmul_mmq (cpu/matmul.h). Test: engine/tests/test_cuda_mmq.cpp.
 #pragma once
 #include <cuda_runtime.h>
