@@ -152,7 +152,13 @@ struct StepData {
   std::vector<NodeData> nodes;  // execution order
   std::optional<LogitsData> logits, ref_logits;
   StepGpuTime gpu;
+  std::vector<NodeGpuTime> node_gpu;  // by node id, from gpu.kernels: once per step, for every part
 };
+
+// Node records per formatting part. A fixed count keeps a step's bytes the same on every machine
+// and lets the inline (CPU) runs cover the joins too; a 0.5b decode step (~500 nodes) makes
+// ~16 parts, enough to spread over the workers, each well above the cost of handing it over.
+constexpr size_t kNodesPerPart = 32;
 
 int pipeline_workers(const nlohmann::json& meta) {
   // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
@@ -222,7 +228,9 @@ struct Recorder::Impl {
     if (!meta.contains("minfer_version")) meta["minfer_version"] = MINFER_VERSION;
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
-    pipeline = std::make_unique<StepPipeline>(workers, 8);
+    // Steps format in parallel parts well within a decode step's time, so the run need not
+    // queue more than one of them: a kill -9 loses at most that step and the one in flight.
+    pipeline = std::make_unique<StepPipeline>(workers, 1);
     write_head();
   }
 
@@ -418,15 +426,31 @@ struct Recorder::Impl {
       if (!std::is_sorted(step.nodes.begin(), step.nodes.end(), by_id))  // the executor reports in id order
         std::stable_sort(step.nodes.begin(), step.nodes.end(), by_id);
     }
-    auto data = std::make_shared<StepData>(std::move(step));
+    size_t n_ids = 0;
+    for (const NodeData& nd : step.nodes) n_ids = std::max(n_ids, static_cast<size_t>(nd.id) + 1);
+    step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
+    auto data = std::make_shared<const StepData>(std::move(step));
     Stopwatch sw{queue_wait_ms};
-    pipeline->submit([this, data] { return step_json(*data); }, [this](std::string& text) { file.append_step(text); });
+    pipeline->submit(step_parts(data), [this](std::string& text) { file.append_step(text); });
     in_step = false;
     graph = nullptr;
   }
 
-  // The step object (docs/trace-format.md, "Step"); runs on a pipeline worker.
-  std::string step_json(const StepData& d) const {
+  // The step object (docs/trace-format.md, "Step") as parts the pipeline's workers format at
+  // once; their concatenation is the step: head, node records, tail.
+  std::vector<StepPipeline::Format> step_parts(const std::shared_ptr<const StepData>& d) const {
+    std::vector<StepPipeline::Format> parts;
+    parts.push_back([this, d] { return step_head_json(*d); });
+    for (size_t b = 0; b < d->nodes.size(); b += kNodesPerPart) {
+      const size_t e = std::min(d->nodes.size(), b + kNodesPerPart);
+      parts.push_back([this, d, b, e] { return node_records_json(*d, b, e); });
+    }
+    parts.push_back([this, d] { return step_tail_json(*d); });
+    return parts;
+  }
+
+  // From the step's start up to and including `"nodes":[`.
+  std::string step_head_json(const StepData& d) const {
     const StepInfo& s = d.info;
     std::string o = "{\"index\":";
     append_int(o, s.step);
@@ -453,13 +477,16 @@ struct Recorder::Impl {
     append_step_gpu_fields(o, d.gpu);
     if (!d.selected) o += ",\"nodes_skipped\":true";
     o += ",\"nodes\":[";
-    size_t n_ids = 0;
-    for (const NodeData& nd : d.nodes) n_ids = std::max(n_ids, static_cast<size_t>(nd.id) + 1);
-    const std::vector<NodeGpuTime> node_gpu = node_gpu_times(d.gpu.kernels, n_ids);
-    for (size_t i = 0; i < d.nodes.size(); ++i) {
+    return o;
+  }
+
+  // The records of d.nodes[begin, end), each but the step's first after a comma.
+  std::string node_records_json(const StepData& d, size_t begin, size_t end) const {
+    std::string o;
+    for (size_t i = begin; i < end; ++i) {
       if (i) o += ',';
       std::string r = node_json(d.nodes[i]);
-      const NodeGpuTime& gt = node_gpu[static_cast<size_t>(d.nodes[i].id)];
+      const NodeGpuTime& gt = d.node_gpu[static_cast<size_t>(d.nodes[i].id)];
       if (gt.us >= 0) {  // the node's GPU time from its kernels
         r.pop_back();
         append_node_gpu_fields(r, gt);
@@ -467,7 +494,12 @@ struct Recorder::Impl {
       }
       o += r;
     }
-    o += "],\"logits\":";
+    return o;
+  }
+
+  // From the end of the node records (`],"logits":`) to the step's end.
+  std::string step_tail_json(const StepData& d) const {
+    std::string o = "],\"logits\":";
     o += d.logits ? logits_json(*d.logits) : std::string("null");
     if (d.ref_logits && d.logits) {
       o += ",\"ref_logits\":";

@@ -97,6 +97,15 @@ void apply(RecorderOptions& o, const std::string& key, const std::string& v, con
 
 }  // namespace
 
+namespace {
+// Every MINFER_TRACE* variable and the option it sets (the same as its --trace-* flag).
+constexpr std::pair<const char*, const char*> kEnv[] = {
+    {"MINFER_TRACE", "trace"},       {"MINFER_TRACE_NODES", "nodes"},
+    {"MINFER_TRACE_GRID", "grid"},   {"MINFER_TRACE_BINS", "bins"},
+    {"MINFER_TRACE_TOPK", "topk"},   {"MINFER_TRACE_STEPS", "steps"},
+    {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"}};
+}  // namespace
+
 bool RecorderOptions::is_trace_flag(std::string_view a) {
   return a == "--trace" || a.starts_with("--trace-") || a.starts_with("--trace=");
 }
@@ -104,11 +113,6 @@ bool RecorderOptions::is_trace_flag(std::string_view a) {
 RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, std::string>& env,
                                                    std::vector<std::string>& args) {
   RecorderOptions o;
-  static const std::pair<const char*, const char*> kEnv[] = {
-      {"MINFER_TRACE", "trace"},       {"MINFER_TRACE_NODES", "nodes"},
-      {"MINFER_TRACE_GRID", "grid"},   {"MINFER_TRACE_BINS", "bins"},
-      {"MINFER_TRACE_TOPK", "topk"},   {"MINFER_TRACE_STEPS", "steps"},
-      {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"}};
   for (const auto& [var, key] : kEnv) {
     auto it = env.find(var);
     if (it == env.end()) continue;
@@ -147,8 +151,7 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
 
 RecorderOptions RecorderOptions::from_env_and_args(std::vector<std::string>& args) {
   std::map<std::string, std::string> env;
-  for (const char* var : {"MINFER_TRACE", "MINFER_TRACE_NODES", "MINFER_TRACE_GRID", "MINFER_TRACE_BINS",
-                          "MINFER_TRACE_TOPK", "MINFER_TRACE_STEPS", "MINFER_TRACE_STATS_ONLY", "MINFER_TRACE_OUTLIERS"})
+  for (const auto& [var, key] : kEnv)
     if (const char* v = std::getenv(var)) env[var] = v;
   return from_env_and_args(env, args);
 }

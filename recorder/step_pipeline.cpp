@@ -2,6 +2,19 @@
 
 namespace minfer::trace {
 
+namespace {
+// The parts' texts in order, moved out of `texts`.
+std::string concat(std::vector<std::string>& texts) {
+  if (texts.empty()) return {};
+  size_t n = 0;
+  for (const std::string& t : texts) n += t.size();
+  std::string all = std::move(texts[0]);
+  all.reserve(n);
+  for (size_t i = 1; i < texts.size(); ++i) all += texts[i];
+  return all;
+}
+}  // namespace
+
 StepPipeline::StepPipeline(int workers, int max_pending) : max_pending_(max_pending < 1 ? 1 : max_pending) {
   if (workers <= 0) return;
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
@@ -21,20 +34,28 @@ StepPipeline::~StepPipeline() {
   for (auto& t : threads_) t.join();
 }
 
-void StepPipeline::rethrow_locked() {
-  if (error_) std::rethrow_exception(error_);
+void StepPipeline::submit(Format format, Write write) {
+  std::vector<Format> parts;
+  parts.push_back(std::move(format));
+  submit(std::move(parts), std::move(write));
 }
 
-void StepPipeline::submit(Format format, Write write) {
+void StepPipeline::submit(std::vector<Format> parts, Write write) {
   if (threads_.empty()) {  // inline
-    std::string text = format();
+    std::vector<std::string> texts;
+    texts.reserve(parts.size());
+    for (Format& f : parts) texts.push_back(f());
+    std::string text = concat(texts);
     write(text);
     return;
   }
   std::unique_lock<std::mutex> l(m_);
   cv_.wait(l, [&] { return error_ || static_cast<int>(jobs_.size()) < max_pending_; });
-  rethrow_locked();
-  jobs_.push_back(Job{std::move(format), std::move(write), {}, false, false});
+  if (error_) std::rethrow_exception(error_);
+  Job& j = jobs_.emplace_back();
+  j.texts.resize(parts.size());
+  j.parts = std::move(parts);
+  j.write = std::move(write);
   cv_.notify_all();
 }
 
@@ -42,7 +63,7 @@ void StepPipeline::drain() {
   if (threads_.empty()) return;
   std::unique_lock<std::mutex> l(m_);
   cv_.wait(l, [&] { return error_ || jobs_.empty(); });
-  rethrow_locked();
+  if (error_) std::rethrow_exception(error_);
 }
 
 void StepPipeline::work() {
@@ -51,40 +72,45 @@ void StepPipeline::work() {
     Job* job = nullptr;
     cv_.wait(l, [&] {
       if (stop_) return true;
-      for (Job& j : jobs_)
-        if (!j.taken) return (job = &j), true;
+      for (Job& j : jobs_)  // the earliest job first: its step is written soonest
+        if (j.taken < j.parts.size()) return (job = &j), true;
       return false;
     });
     if (!job) return;  // stopping
-    job->taken = true;
-    Format f = job->format;  // deque references stay valid while the job is queued
+    // The job stays queued (deque references stay valid) until all its parts are formatted.
+    const size_t i = job->taken++;
+    const bool skip = error_ != nullptr;  // stopped: nothing more is written
     l.unlock();
     std::string text;
     std::exception_ptr err;
-    try {
-      text = f();
-    } catch (...) {
-      err = std::current_exception();
+    if (!skip) {
+      try {
+        text = job->parts[i]();
+      } catch (...) {
+        err = std::current_exception();
+      }
     }
     l.lock();
     if (err && !error_) error_ = err;
-    job->text = std::move(text);
-    job->formatted = true;
-    cv_.notify_all();
+    job->texts[i] = std::move(text);
+    // Wake the writer (job ready) or the callers (error); nobody waits for a lone part.
+    if (++job->formatted == job->parts.size() || err) cv_.notify_all();
   }
 }
 
 void StepPipeline::write_loop() {
   std::unique_lock<std::mutex> l(m_);
   for (;;) {
-    cv_.wait(l, [&] { return stop_ || (!jobs_.empty() && jobs_.front().formatted); });
-    if (jobs_.empty() || !jobs_.front().formatted) return;  // stopping with nothing ready
+    cv_.wait(l, [&] { return stop_ || (!jobs_.empty() && jobs_.front().ready()); });
+    if (jobs_.empty() || !jobs_.front().ready()) return;  // stopping with nothing ready
     Job& j = jobs_.front();
+    const bool failed = error_ != nullptr;  // after an error nothing more is written
     l.unlock();
     std::exception_ptr err;
-    if (!error_) {
+    if (!failed) {
       try {
-        j.write(j.text);
+        std::string text = concat(j.texts);
+        j.write(text);
       } catch (...) {
         err = std::current_exception();
       }

@@ -1,9 +1,13 @@
 // Formats trace steps on worker threads and writes them in order on one writer thread, so a
-// fast run (a CUDA decode step takes ~1 ms, formatting its JSON ~2-5 ms) does not wait for the
-// text of the previous steps. submit() blocks only while `max_pending` steps are queued; a
-// kill -9 then loses at most those steps plus the one in flight. With 0 workers every job runs
-// at once on the caller's thread (the CPU backend: its own threads use every core).
-// A job that throws stops the pipeline; the error is rethrown by the next submit() or drain().
+// fast run (a CUDA decode step takes ~1 ms) does not wait for the text of its steps. One step
+// is formatted in several parts at once (formatting a whole decode step on one thread takes
+// ~2-5 ms): workers take the parts of the earliest job first, so a step is ready about N
+// workers times sooner, and the writer writes the parts' concatenation once all are done.
+// submit() blocks while `max_pending` jobs are unwritten; with 1 (the recorder) a kill -9 loses
+// at most the step being formatted or written plus the one the run is computing.
+// With 0 workers every job runs at once on the caller's thread (the CPU backend: its own
+// threads use every core). A part or write that throws stops the pipeline; the error is
+// rethrown by the next submit() or drain().
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -18,7 +22,7 @@ namespace minfer::trace {
 
 class StepPipeline {
  public:
-  using Format = std::function<std::string()>;       // runs on a worker
+  using Format = std::function<std::string()>;       // one part; runs on a worker
   using Write = std::function<void(std::string&)>;   // runs on the writer, in submission order
 
   StepPipeline(int workers, int max_pending);
@@ -26,20 +30,22 @@ class StepPipeline {
   StepPipeline(const StepPipeline&) = delete;
   StepPipeline& operator=(const StepPipeline&) = delete;
 
+  // write gets the parts' texts concatenated in the order given.
+  void submit(std::vector<Format> parts, Write write);
   void submit(Format format, Write write);
   // Waits until every submitted job was written; rethrows the first error.
   void drain();
 
  private:
   struct Job {
-    Format format;
+    std::vector<Format> parts;
+    std::vector<std::string> texts;  // one per part
     Write write;
-    std::string text;
-    bool taken = false, formatted = false;
+    size_t taken = 0, formatted = 0;  // parts handed to workers / finished
+    bool ready() const { return formatted == parts.size(); }
   };
   void work();
   void write_loop();
-  void rethrow_locked();
 
   const int max_pending_;
   std::mutex m_;

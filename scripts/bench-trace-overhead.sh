@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Recording overhead: decode tokens/s untraced and in each trace configuration, median of R runs
-# each, as ratios to untraced. Prints JSON.
+# Recording overhead: decode tokens/s untraced and in each trace configuration (minfer-bench: a
+# warm-up run, then the median of R runs of N decode tokens, every decode run recorded into a
+# fresh trace), as ratios of the time per token to untraced. Prints JSON.
 #   scripts/bench-trace-overhead.sh BUILD_DIR MODEL [N_DECODE=32] [R=3] [BACKEND=auto]
 # Configurations: off (no trace); stats (statistics only); full (the default options: stats +
 # grids + histograms, and on cuda CUPTI kernel records on steps 0-4); on cuda also
@@ -10,10 +11,9 @@ B=${1:?usage: bench-trace-overhead.sh BUILD_DIR MODEL [N] [R] [BACKEND]}; M=${2:
 BACKEND=${5:-auto}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-PROMPT="The quick brown fox jumps over the lazy dog because"
 MODES=(off stats full)
 [ "$BACKEND" = cuda ] && MODES+=(full-no-cupti cupti-all)
-run() {  # $1 = mode; prints decode tokens/s
+run() {  # $1 = mode; prints the median decode tokens/s
   local mode=$1 env=()
   case $mode in
     stats) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_STATS_ONLY=1 MINFER_TRACE_KERNELS=none) ;;
@@ -21,16 +21,15 @@ run() {  # $1 = mode; prints decode tokens/s
     full-no-cupti) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=none) ;;
     cupti-all) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=all) ;;
   esac
-  env "${env[@]}" "$B/bin/minfer" "$M" "$PROMPT" -n "$N" --quiet --backend "$BACKEND" 2>&1 >/dev/null |
-    sed -n 's/.*decode: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p'
+  env "${env[@]}" "$B/bin/minfer-bench" "$M" -p 16 -n "$N" -r "$R" --backend "$BACKEND" --json 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["tg"]["median_tok_s"])'
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 declare -A tps size rec steps
 for mode in "${MODES[@]}"; do
-  tps[$mode]=$(for i in $(seq "$R"); do run "$mode"; done | median)
+  tps[$mode]=$(run "$mode")
   [ -n "${tps[$mode]}" ] || { echo "bench-trace-overhead: no decode rate from mode $mode" >&2; exit 1; }
   size[$mode]=$( [ -f "$T/t.json" ] && stat -c %s "$T/t.json" || echo 0)
-  # Where the recorder's time went in the last run (run thread, queue wait, final drain).
+  # Where the recorder's time went in the last recorded run (run thread, queue wait, final drain).
   rec[$mode]=$( [ -f "$T/t.json" ] && python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["timings"].get("recorder")))' "$T/t.json" || echo null)
   # Where a decode step's time goes (medians over the last run's decode steps).
   steps[$mode]=$( [ -f "$T/t.json" ] && python3 "$(dirname "$0")/device/step_times.py" "$T/t.json" || echo null)

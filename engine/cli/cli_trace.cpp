@@ -83,6 +83,11 @@ std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, con
   std::vector<std::string> args = o.trace_args;
   auto opts = trace::RecorderOptions::from_env_and_args(args);
   if (!args.empty()) fail("unknown option '", args[0], "'");
+  return start(std::move(opts), o, m, b, tok, x);
+}
+
+std::unique_ptr<TraceSession> TraceSession::start(trace::RecorderOptions opts, const CliOptions& o, const Model& m,
+                                                  const Backend& b, const Tokenizer& tok, const TraceExtras& x) {
   if (!opts.enabled()) return nullptr;
   nlohmann::json meta = run_meta(o, m, b);
   meta["prompt"] = x.prompt;

@@ -8,6 +8,7 @@
 #include "exec/backend.h"
 #include "exec/generate.h"
 #include "model/model.h"
+#include "recorder_options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -25,6 +26,9 @@ class TraceSession {
   static std::unique_ptr<TraceSession> maybe_start(const CliOptions& o, const Model& m,
                                                    const Backend& b, const Tokenizer& tok,
                                                    const TraceExtras& extras);
+  // The same with the recorder's options already read (minfer-bench: one trace per run).
+  static std::unique_ptr<TraceSession> start(trace::RecorderOptions opts, const CliOptions& o, const Model& m,
+                                             const Backend& b, const Tokenizer& tok, const TraceExtras& extras);
   virtual ~TraceSession() = default;
   virtual Observer* observer() = 0;
   // Writes the timings, completes the file and renames it into place; returns its path.

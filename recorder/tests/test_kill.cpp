@@ -1,6 +1,8 @@
 // Crash safety: a recording killed with SIGKILL mid-run leaves a .partial that loads, validates,
-// says "complete": false and holds every step finished before the kill.
+// says "complete": false and holds every step finished before the kill; a run that formats its
+// steps on worker threads loses at most the step being formatted and the one in flight.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +12,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "recorder.h"
+#include "synthetic.h"
 #include "trace_check.h"
 #include "trace_load.h"
 
@@ -50,6 +54,67 @@ TEST(Kill, SigkillMidRunLeavesAValidPartialTrace) {
   const auto t = load_trace(partial, &li);
   EXPECT_EQ(t["complete"], false);
   EXPECT_GE(t["steps"].size(), 2u);
+  std::string errs;
+  for (const auto& e : validate_trace(t)) errs += e + "\n";
+  EXPECT_EQ(errs, "");
+}
+
+TEST(Kill, SigkillOfAPipelinedRunLosesAtMostTheStepBeingFormattedAndTheOneInFlight) {
+  const fs::path dir = fs::path(MINFER_BINARY_DIR) / "recorder-test-tmp" / "kill_pipelined";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "t.json").string(), partial = path + ".partial";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // the run: reports each step whose on_step_end returned, never finishes
+    close(fds[0]);
+    try {
+      RecorderOptions o;
+      o.path = path;
+      nlohmann::json meta = minfer::synth::meta();
+      meta["backend"] = "cuda";  // steps are formatted on worker threads
+      // Formatting (token texts) far slower than the run: a deeper queue would fill up.
+      Recorder rec(o, meta, [](int32_t id) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return minfer::synth::token_text(id);
+      });
+      minfer::synth::Run r;
+      r.n_decode = 1000;
+      r.after_step = [&](int step) {
+        if (write(fds[1], &step, sizeof step) != sizeof step) _exit(3);
+      };
+      minfer::synth::run(rec, r);
+    } catch (...) {
+    }
+    _exit(2);
+  }
+  close(fds[1]);
+  // Wait (bounded: 60 s) until step 4 ended on the run's side.
+  int ended = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ended < 4 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) == 1) {
+      int step = -1;
+      if (read(fds[0], &step, sizeof step) != sizeof step) break;
+      ended = step;
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before the kill (status " << status << ")";
+  ASSERT_GE(ended, 4) << "the run never ended step 4";
+
+  // on_step_end(k) returns once step k-1 is written: steps 0..k-1 survive; lost are at most
+  // step k (being formatted or written) and step k+1 (in flight).
+  const auto t = load_trace(partial);
+  EXPECT_EQ(t["complete"], false);
+  EXPECT_GE(t["steps"].size(), static_cast<size_t>(ended));
   std::string errs;
   for (const auto& e : validate_trace(t)) errs += e + "\n";
   EXPECT_EQ(errs, "");

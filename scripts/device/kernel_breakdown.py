@@ -5,7 +5,8 @@ usage: kernel_breakdown.py TRACE.json[.gz] [decode|prefill]   -> markdown on std
 
 Groups each step's kernels by function (template arguments dropped) and by the op of
 the node they are attributed to, and prints the mean per step over the decode steps that carry
-kernel records, with the step's GPU span, busy time and idle gaps.
+kernel records, with the step's GPU span, busy time and idle gaps, and which kernels the largest
+idle gaps fall between.
 """
 import gzip
 import json
@@ -44,8 +45,15 @@ def main():
     if not steps:
         sys.exit(f"no {phase} step with kernel records in " + sys.argv[1])
     by_fn, by_op = defaultdict(list), defaultdict(list)
+    gaps = defaultdict(float)  # (kernel before, kernel after) -> idle µs summed over the steps
     spans, busy, counts = [], [], []
     for s in steps:
+        end, before = None, None
+        for k in sorted(s["kernels"], key=lambda k: k["start_ns"]):
+            if end is not None and k["start_ns"] > end:
+                gaps[(before, short(k["name"]))] += (k["start_ns"] - end) / 1e3
+            if end is None or k["start_ns"] + k["duration_ns"] > end:
+                end, before = k["start_ns"] + k["duration_ns"], short(k["name"])
         nodes = graphs[s["graph"]]["nodes"]
         fn, op = defaultdict(lambda: [0.0, 0]), defaultdict(lambda: [0.0, 0])
         for k in s["kernels"]:
@@ -86,6 +94,10 @@ def main():
             launches = sum(v[1] for v in vs) / n
             print(f"| `{key}` | {us:.1f} | {100 * us / total:.1f} % | {launches:.0f} | {us / launches:.2f} |")
         print()
+    print("| idle gap between | and | µs/step |")
+    print("|---|---|---:|")
+    for (a, b), us in sorted(gaps.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"| `{a}` | `{b}` | {us / n:.1f} |")
 
 
 if __name__ == "__main__":
