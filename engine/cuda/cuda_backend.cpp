@@ -115,7 +115,6 @@ struct StepPlan {
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
-  DeviceBuffer rope_tickets;                           // the QKV launch's RoPE tail counter (zeroed once)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   int32_t* host_argmax = nullptr;                      // pinned
@@ -381,11 +380,6 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
                          "split-KV attention merge counters");
     CUDA_CHECK(cudaMemsetAsync(p.attn_tickets.get(), 0, p.attn_tickets.bytes(), stream));
   }
-  if (std::any_of(p.fusion.groups.begin(), p.fusion.groups.end(),
-                  [](const cuda::FusedGroup& grp) { return grp.kind == cuda::FusedKind::NormQkvRopeKv; })) {
-    p.rope_tickets.alloc(sizeof(unsigned int), "the RoPE tail's ticket");
-    CUDA_CHECK(cudaMemsetAsync(p.rope_tickets.get(), 0, p.rope_tickets.bytes(), stream));
-  }
   p.bytes += p.act_q8.bytes() + p.act_half.bytes() + p.attn_scratch.bytes();
   p.act_block.resize(g.nodes.size());
   for (const Node& n : g.nodes) p.act_block[static_cast<size_t>(n.id)] = activation_block(n);
@@ -523,20 +517,6 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
       for (size_t i = 1; i < grp.nodes.size(); ++i) outs.push_back(matvec_out(g.node(grp.nodes[i])));
       cuda::mmvq_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), outs.data(),
                        static_cast<int>(outs.size()), stream);
-      break;
-    }
-    case cuda::FusedKind::NormQkvRopeKv: {  // as NormMatvecs over q, k, v, + the RoPE + KV write as its tail
-      const Node& norm = g.node(grp.nodes[0]);
-      const Node &qr = g.node(grp.nodes[4]), &kr = g.node(grp.nodes[5]), &kv = g.node(grp.nodes[6]);
-      std::vector<cuda::FusedMatvecOut> outs;
-      for (size_t i = 1; i < 4; ++i) outs.push_back(matvec_out(g.node(grp.nodes[i])));
-      const cuda::RopeKvTail tail{input(g, qr, 0, p), input(g, kr, 0, p), input(g, kv, 1, p), p.positions.as<int32_t>(),
-                                  h.n_head, h.n_head_kv, h.head_dim, h.rope_base, out(p, qr.id), out(p, kr.id),
-                                  k_cache.at(static_cast<size_t>(kv.layer)).as<float>(),
-                                  v_cache.at(static_cast<size_t>(kv.layer)).as<float>(), n_ctx,
-                                  p.rope_tickets.as<unsigned int>()};
-      cuda::mmvq_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), outs.data(),
-                       static_cast<int>(outs.size()), stream, &tail);
       break;
     }
     case cuda::FusedKind::NormGateUpSwiglu: {  // rms_norm -> gate, up -> silu(gate) * up

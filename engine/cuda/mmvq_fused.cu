@@ -40,7 +40,6 @@
 #include "cuda/mmvq.h"
 #include "cuda/q8_1_device.cuh"
 #include "cuda/quant_blocks.cuh"
-#include "cuda/rope_kv.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -75,8 +74,6 @@ struct FusedArgs {
   Seg seg[kMaxOuts];
   int n_segs;
   int64_t n_tiles;
-  bool has_tail;
-  RopeKvTail tail;
 };
 
 struct SwigluArgs {
@@ -218,33 +215,6 @@ __device__ __forceinline__ Seg segment_of(const FusedArgs& a, int64_t tile) {
   return sg;
 }
 
-// The RoPE + KV write of every head (RopeKvTail), by the whole CTA: the cos/sin table, then the
-// (head, pair) rotations of q and k heads, then the v row. q, k, v were written by other CTAs of
-// this launch: read through L2 (ld.cg), never a stale L1 line.
-__device__ __forceinline__ void rope_kv_tail(const RopeKvTail& t) {
-  constexpr int kMaxHalf = 128;
-  __shared__ float cs[kMaxHalf], sn[kMaxHalf];
-  const int half = static_cast<int>(t.head_dim / 2);
-  const int64_t p = t.pos[0];
-  rope_kv_device::table(static_cast<double>(p), half, t.base, cs, sn, threadIdx.x, kThreads);
-  __syncthreads();
-  const bool store = p >= 0 && p < t.n_ctx;
-  const int64_t n_embd_kv = t.n_head_kv * t.head_dim;
-  const int64_t pairs = (t.n_head + t.n_head_kv) * half;
-  for (int64_t u = threadIdx.x; u < pairs; u += kThreads) {
-    const int64_t h = u / half;
-    const int i = static_cast<int>(u % half);
-    const bool is_k = h >= t.n_head;
-    const int64_t off = (is_k ? h - t.n_head : h) * t.head_dim;
-    const float* xr = (is_k ? t.k : t.q) + off;
-    float* kc = is_k && store ? t.k_cache + p * n_embd_kv + off : nullptr;
-    rope_kv_device::rotate(__ldcg(xr + i), __ldcg(xr + i + half), cs[i], sn[i], (is_k ? t.k_rope : t.q_rope) + off, kc,
-                           i, half);
-  }
-  if (store)
-    for (int64_t i = threadIdx.x; i < n_embd_kv; i += kThreads) t.v_cache[p * n_embd_kv + i] = __ldcg(t.v + i);
-}
-
 template <int W, int R>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_fused_kernel(const FusedArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -288,18 +258,6 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_fused_kernel(const 
         sg.y[row] = yv;
         if (sg.residual) sg.y_res[row] = yv + sg.residual[row];
       }
-    }
-  }
-  if (a.has_tail) {  // the last CTA to finish does the RoPE + KV write (threadFenceReduction pattern)
-    __shared__ bool last;
-    __threadfence();  // this thread's outputs, visible to the whole GPU before the ticket is taken
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(a.tail.ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (last) {
-      __threadfence();
-      rope_kv_tail(a.tail);
-      if (threadIdx.x == 0) *a.tail.ticket = 0;  // ready for the next launch (a graph replays this one)
     }
   }
 }
@@ -434,7 +392,7 @@ void launch_swiglu(const SwigluArgs& a, cudaStream_t s, const char* kernel) {
 }  // namespace
 
 void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, float* x_hat_out,
-                const FusedMatvecOut* outs, int n_outs, cudaStream_t s, const RopeKvTail* tail) {
+                const FusedMatvecOut* outs, int n_outs, cudaStream_t s) {
   constexpr const char* who = "mmvq_fused";
   if (n_outs < 1 || n_outs > kMaxOuts) fail(who, ": ", n_outs, " matrices (1 to ", kMaxOuts, ")");
   if (!outs) fail(who, ": null matrix list");
@@ -460,20 +418,6 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
     sg.type = o.type;
   }
   if (a.n_segs == 0) return;
-  a.has_tail = tail != nullptr;
-  if (tail) {
-    const RopeKvTail& t = *tail;
-    if (t.n_head <= 0 || t.n_head_kv <= 0 || t.n_ctx <= 0 || t.head_dim <= 0 || t.head_dim % 2 != 0 || t.head_dim > 256)
-      fail(who, ": rope tail: bad shape n_head=", t.n_head, " n_head_kv=", t.n_head_kv, " head_dim=", t.head_dim,
-           " n_ctx=", t.n_ctx, " (head_dim even and <= 256)");
-    if (!(t.base > 0.0)) fail(who, ": rope tail: base must be > 0 (got ", t.base, ")");
-    if (!t.q || !t.k || !t.v || !t.pos || !t.q_rope || !t.k_rope || !t.k_cache || !t.v_cache || !t.ticket)
-      fail(who, ": rope tail: null pointer");
-    const int64_t qb = t.n_head * t.head_dim * 4, kb = t.n_head_kv * t.head_dim * 4;
-    if (overlaps(t.q_rope, qb, t.q, qb) || overlaps(t.k_rope, kb, t.k, kb))
-      fail(who, ": rope tail: q_rope / k_rope overlap q / k (other CTAs may still read them)");
-    a.tail = t;
-  }
   const bool wide = wide_rows(n_in);
   const int row_groups = kWarps / (wide ? 4 : 1);
   const auto tiles = [&](int r) {

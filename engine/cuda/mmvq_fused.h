@@ -31,34 +31,14 @@ struct FusedMatvecOut {
   float* y_plus_residual;  // nullable iff residual is; may alias residual (in-place residual add)
 };
 
-// Optional tail of a q/k/v launch (decode): once every matvec output is written, the last CTA to
-// finish (a ticket counter) applies RoPE to q and k and writes the KV cache row at pos[0] —
-// exactly rope_kv_store (rope_kv.h, same device code: the same bits), without its own launch.
-struct RopeKvTail {
-  const float* q;  // the q, k, v outputs of this launch (its FusedMatvecOut y's), one token
-  const float* k;
-  const float* v;
-  const int32_t* pos;  // DEVICE: pos[0], the token's position
-  int64_t n_head, n_head_kv, head_dim;  // head_dim even, <= 256
-  double base;
-  float* q_rope;  // [n_head * head_dim], must not overlap q
-  float* k_rope;  // [n_head_kv * head_dim], must not overlap k
-  float* k_cache;  // [n_ctx][n_head_kv * head_dim]; no row written when pos[0] is outside [0, n_ctx)
-  float* v_cache;
-  int64_t n_ctx;
-  unsigned int* ticket;  // one counter, zeroed once before the first launch; each launch leaves it zeroed
-};
-
 // Prologue shared by all matrices: x_hat = rms_norm(x, norm_w, eps) when norm_w != nullptr, else
 // x_hat = x; x_hat is written to x_hat_out (by one CTA) when x_hat_out != nullptr. Each CTA
 // quantizes x_hat to Q8_1 in shared memory (no separate quantize kernel).
 // x, norm_w, x_hat_out: n_in f32, 16-byte aligned; n_in a multiple of every matrix's block size
 // and <= 16384; x_hat_out and the outputs must not overlap x. Up to 3 matrices (n_outs 1..3) in
 // ONE launch: the grid spans the rows of all of them (q/k/v share x_hat). Graph-capturable.
-// With `tail`: the RoPE + KV write above, in the same launch (launches that may overlap need
-// their own ticket).
 void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, float* x_hat_out,
-                const FusedMatvecOut* outs, int n_outs, cudaStream_t s, const RopeKvTail* tail = nullptr);
+                const FusedMatvecOut* outs, int n_outs, cudaStream_t s);
 
 // Gate/up/SwiGLU in one launch: gate = Wg . q(x_hat), up = Wu . q(x_hat), y = silu(gate) * up,
 // all three written; same prologue as mmvq_fused. Both matrices [n_out][n_in] in `type`.

@@ -1,5 +1,4 @@
-// Fused decode RoPE (NeoX) of q and k + KV-cache write of k_rope and v, for one token at p = pos[0]
-// (the QKV matvec can also do this in its tail: mmvq_fused's RopeKvTail, same device code):
+// Fused decode RoPE (NeoX) of q and k + KV-cache write of k_rope and v, for one token at p = pos[0]:
 //   theta_i = p * base^(-2i/d);  (x0, x1) = (x[i], x[i + d/2]) in each head
 //   y[i] = x0 cos(theta_i) - x1 sin(theta_i);  y[i + d/2] = x0 sin(theta_i) + x1 cos(theta_i)
 //   k_cache[p][:] = k_rope, v_cache[p][:] = v   (when 0 <= p < n_ctx)
@@ -15,7 +14,6 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/pdl.cuh"
-#include "cuda/rope_kv.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -32,7 +30,15 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float cs[kMaxHalf], sn[kMaxHalf];
   const int head_dim = 2 * half;
   const int64_t p_raw = pos[0];
-  rope_kv_device::table(static_cast<double>(p_raw), half, base, cs, sn, threadIdx.x, kThreads);
+  const double p = static_cast<double>(pos[0]);
+  for (int i = threadIdx.x; i < half; i += kThreads) {
+    // inv_freq = base^(-2i/d) as HF (and the CPU twin) compute it: rope.cu's lines.
+    const double inv_freq = pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(2 * half));
+    double sd, cd;
+    sincos(p * inv_freq, &sd, &cd);
+    cs[i] = static_cast<float>(cd);
+    sn[i] = static_cast<float>(sd);
+  }
   __syncthreads();
   const bool is_k = static_cast<int>(blockIdx.x) >= n_head;
   const int h = is_k ? static_cast<int>(blockIdx.x) - n_head : static_cast<int>(blockIdx.x);
@@ -42,7 +48,17 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t n_embd_kv = static_cast<int64_t>(gridDim.x - n_head) * head_dim;
   const bool store = is_k && p_raw >= 0 && p_raw < n_ctx;
   float* kc = store ? k_cache + p_raw * n_embd_kv + off : nullptr;
-  for (int i = threadIdx.x; i < half; i += kThreads) rope_kv_device::rotate(xr[i], xr[i + half], cs[i], sn[i], yr, kc, i, half);
+  for (int i = threadIdx.x; i < half; i += kThreads) {
+    const float x0 = xr[i], x1 = xr[i + half];
+    const float y0 = x0 * cs[i] - x1 * sn[i];
+    const float y1 = x0 * sn[i] + x1 * cs[i];
+    yr[i] = y0;
+    yr[i + half] = y1;
+    if (store) {
+      kc[i] = y0;
+      kc[i + half] = y1;
+    }
+  }
   if (store) {
     const float* vr = v + off;
     float* vc = v_cache + p_raw * n_embd_kv + off;

@@ -81,22 +81,6 @@ StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&
       if (qr.op != Op::Rope || kv.op != Op::KvStore) continue;
       const Node& kr = g.node(kv.src[0]);
       if (kr.op != Op::Rope || !free(qr.id) || !free(kr.id) || !free(kv.id)) continue;
-      // When q, k and v are exactly the matvecs of one NormMatvecs group, that launch takes the
-      // RoPE + KV write as its tail.
-      const int gi = f.group_of[static_cast<size_t>(qr.src[0])];
-      if (gi >= 0) {
-        FusedGroup& grp = f.groups[static_cast<size_t>(gi)];
-        const std::vector<int> qkv{qr.src[0], kr.src[0], kv.src[1]};
-        const bool exact = grp.kind == FusedKind::NormMatvecs && grp.nodes.size() == 4 &&
-                           std::is_permutation(grp.nodes.begin() + 1, grp.nodes.end(), qkv.begin());
-        if (exact) {
-          grp.kind = FusedKind::NormQkvRopeKv;
-          grp.nodes.insert(grp.nodes.end(), {qr.id, kr.id, kv.id});
-          grp.last = *std::max_element(grp.nodes.begin(), grp.nodes.end());
-          for (int id : {qr.id, kr.id, kv.id}) f.group_of[static_cast<size_t>(id)] = gi;
-          continue;
-        }
-      }
       add(FusedKind::RopeKv, {qr.id, kr.id, kv.id});
     }
   }

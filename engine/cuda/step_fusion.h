@@ -6,8 +6,6 @@
 //   NormGateUpSwiglu RmsNorm + gate + up matvecs + SwiGLU:                       mmvq_swiglu_fused
 //   MatvecResidual   matvec + the residual Add that consumes it:                 mmvq_fused
 //   RopeKv           q rope + k rope + KV store of one layer:                     rope_kv_store
-//   NormQkvRopeKv    NormMatvecs over q, k, v + that layer's RopeKv: one mmvq_fused launch whose
-//                    last CTA does the RoPE + KV write (RopeKvTail): a launch less per layer
 // MINFER_CUDA_FUSION=0 turns it off: the unfused kernels are the reference path.
 #pragma once
 #include <functional>
@@ -17,7 +15,7 @@
 
 namespace minfer::cuda {
 
-enum class FusedKind { NormMatvecs, NormGateUpSwiglu, MatvecResidual, RopeKv, NormQkvRopeKv };
+enum class FusedKind { NormMatvecs, NormGateUpSwiglu, MatvecResidual, RopeKv };
 
 struct FusedGroup {
   FusedKind kind;

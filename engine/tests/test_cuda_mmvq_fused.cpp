@@ -25,8 +25,6 @@
 //   y + residual: bit-equal to the host's f32 sum of the fused y and the residual, and to the
 //     unfused add when y is bit-equal. SwiGLU: gate/up as y above; silu(gate) * up bit-equal to the
 //     unfused swiglu launcher run on the fused gate and up.
-// The q/k/v launch with its RoPE + KV tail: bit-equal to the launch without it followed by
-// rope_kv_store (every output and both caches), replayed in a graph at several positions.
 // Plus: a captured CUDA graph of a fused layer (q/k/v, gate/up/SwiGLU, down + residual) replayed
 // after rewriting x gives the eager unfused results bit for bit; bad arguments are errors.
 #include <gtest/gtest.h>
@@ -44,7 +42,6 @@
 #include "cuda/mmvq_fused.h"
 #include "cuda/quantize.h"
 #include "cuda/rms_norm.h"
-#include "cuda/rope_kv.h"
 #include "tests/cuda_quant_test_util.h"
 
 using namespace minfer;
@@ -465,70 +462,6 @@ TEST(CudaMmvqFusedGraph, ReplayFollowsNewInputs) {
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(s));
-}
-
-// The QKV launch with the RoPE + KV tail (RopeKvTail) == the same launch without it, then
-// rope_kv_store: q, k, v, q_rope, k_rope and both whole caches bit for bit. Captured once and
-// replayed at several positions written into the device pos (the ticket must reset itself), one of
-// them outside the cache (rotations, no cache row). Qwen2-0.5B's heads (14/2 x 64) and 4/4 x 128.
-TEST(CudaMmvqFusedRopeTail, EqualsMatvecsThenRopeKvStore) {
-  MINFER_REQUIRE_GPU();
-  struct Heads { int64_t n_head, n_head_kv, head_dim; };
-  for (const Heads hd : {Heads{14, 2, 64}, Heads{4, 4, 128}}) {
-    const int64_t d = 896, nq = hd.n_head * hd.head_dim, nkv = hd.n_head_kv * hd.head_dim, n_ctx = 1024;
-    const double base = 1000000.0;
-    const std::string heads = std::to_string(hd.n_head) + "/" + std::to_string(hd.n_head_kv) + "x" +
-                              std::to_string(hd.head_dim);
-    Mat q({WeightType::Q4_0, nq}, d, 111), k({WeightType::Q4_0, nkv}, d, 121), v({WeightType::Q8_0, nkv}, d, 131);
-    Input in(d, 141);
-    const auto cache0 = random_floats(static_cast<size_t>(n_ctx * nkv), 151);  // live-looking, never zeros
-    auto kc = to_device(cache0, "k cache"), vc = to_device(cache0, "v cache");
-    auto rkc = to_device(cache0, "k cache (reference)"), rvc = to_device(cache0, "v cache (reference)");
-    auto dpos = to_device(std::vector<int32_t>{0}, "pos");
-    auto ticket = to_device(std::vector<uint32_t>{0}, "ticket");
-    auto xh = poisoned_floats(d), yq = poisoned_floats(nq), yk = poisoned_floats(nkv), yv = poisoned_floats(nkv);
-    auto qr = poisoned_floats(nq), kr = poisoned_floats(nkv);
-    auto rq = poisoned_floats(nq), rk = poisoned_floats(nkv), rv = poisoned_floats(nkv);
-    auto rqr = poisoned_floats(nq), rkr = poisoned_floats(nkv);
-    auto outs = [&](cuda::DeviceBuffer& a, cuda::DeviceBuffer& b, cuda::DeviceBuffer& c) {
-      return std::vector<cuda::FusedMatvecOut>{
-          {WeightType::Q4_0, q.dw.get(), nq, q.dbias.as<float>(), a.as<float>(), nullptr, nullptr},
-          {WeightType::Q4_0, k.dw.get(), nkv, k.dbias.as<float>(), b.as<float>(), nullptr, nullptr},
-          {WeightType::Q8_0, v.dw.get(), nkv, v.dbias.as<float>(), c.as<float>(), nullptr, nullptr}};
-    };
-    const auto fused = outs(yq, yk, yv), plain = outs(rq, rk, rv);
-    const cuda::RopeKvTail tail{yq.as<float>(), yk.as<float>(), yv.as<float>(), dpos.as<int32_t>(), hd.n_head,
-                                hd.n_head_kv, hd.head_dim, base, qr.as<float>(), kr.as<float>(), kc.as<float>(),
-                                vc.as<float>(), n_ctx, ticket.as<unsigned int>()};
-    cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    cuda::mmvq_fused(in.dx.as<float>(), d, in.dnorm.as<float>(), kEps, xh.as<float>(), fused.data(), 3, s, &tail);
-    CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (const int32_t p : {0, 5, 300, 1023, 1024, 7}) {
-      const std::string what = heads + " pos " + std::to_string(p);
-      CUDA_CHECK(cudaMemcpyAsync(dpos.get(), &p, sizeof p, cudaMemcpyHostToDevice, s));
-      CUDA_CHECK(cudaGraphLaunch(exec, s));
-      cuda::mmvq_fused(in.dx.as<float>(), d, in.dnorm.as<float>(), kEps, nullptr, plain.data(), 3, s);
-      cuda::rope_kv_store(rq.as<float>(), rk.as<float>(), rv.as<float>(), dpos.as<int32_t>(), hd.n_head, hd.n_head_kv,
-                          hd.head_dim, base, rqr.as<float>(), rkr.as<float>(), rkc.as<float>(), rvc.as<float>(), n_ctx, s);
-      cuda::sync_bounded(s, "rope tail test");
-      expect_bit_equal(host_floats(yq, nq), host_floats(rq, nq), what + " q");
-      expect_bit_equal(host_floats(yk, nkv), host_floats(rk, nkv), what + " k");
-      expect_bit_equal(host_floats(yv, nkv), host_floats(rv, nkv), what + " v");
-      expect_bit_equal(host_floats(qr, nq), host_floats(rqr, nq), what + " q_rope");
-      expect_bit_equal(host_floats(kr, nkv), host_floats(rkr, nkv), what + " k_rope");
-      expect_bit_equal(host_floats(kc, n_ctx * nkv), host_floats(rkc, n_ctx * nkv), what + " k cache");
-      expect_bit_equal(host_floats(vc, n_ctx * nkv), host_floats(rvc, n_ctx * nkv), what + " v cache");
-      EXPECT_EQ(to_host<uint32_t>(ticket, 1)[0], 0u) << what << ": the ticket must be left zeroed";
-    }
-    CUDA_CHECK(cudaGraphExecDestroy(exec));
-    CUDA_CHECK(cudaGraphDestroy(graph));
-    CUDA_CHECK(cudaStreamDestroy(s));
-  }
 }
 
 // ---------------------------------------------------------------- arguments
