@@ -10,7 +10,7 @@
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
-# GPU test program, default 900).
+# GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -131,6 +131,11 @@ PY
     bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
     bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
   done
+  if [ -n "${MINFER_DEVICE_MMQ_TILES:-}" ]; then  # the MMQ tile rule against each forced tile (prefill)
+    for w in q4_0 q8_0; do for tile in 64 32 16; do
+      bench "$w-mmq-tile$tile" "$w" MINFER_MMQ_TILE=$tile -- -p 512 -n 8 -r 5
+    done; done
+  fi
   if [ "${MINFER_DEVICE_BENCH:-all}" = all ]; then
   bench "q4_0-mmq-unfused" q4_0 MINFER_CUDA_FUSION=0 -- -p 512 -n 128 -r 5
   bench "q4_0-mmq-eager" q4_0 MINFER_NO_CUDA_GRAPH=1 -- -p 512 -n 128 -r 5
