@@ -21,8 +21,9 @@ run() {  # $1 = mode; prints the median decode tokens/s
     full-no-cupti) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=none) ;;
     cupti-all) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=all) ;;
   esac
-  env "${env[@]}" "$B/bin/minfer-bench" "$M" -p 16 -n "$N" -r "$R" --backend "$BACKEND" --json 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["tg"]["median_tok_s"])'
+  env "${env[@]}" "$B/bin/minfer-bench" "$M" -p 16 -n "$N" -r "$R" --backend "$BACKEND" --json > "$T/bench.json" 2> "$T/bench.err" ||
+    { echo "bench-trace-overhead: minfer-bench failed in mode $mode:" >&2; cat "$T/bench.err" >&2; return 1; }
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tg"]["median_tok_s"])' "$T/bench.json"
 }
 declare -A tps size rec steps
 for mode in "${MODES[@]}"; do
