@@ -292,8 +292,8 @@ void CudaBackend::reserve_context(int64_t n_ctx) {
   for (auto& sl : d.slots) sl.plan = nullptr;
 }
 
-// Node outputs nobody reads after the step: a prefill that no observer records (the executor
-// calls set_recording only when it has an observer). Such a step may use a shared arena.
+// Node outputs nobody reads after the step: a prefill that no observer records. Such a step may
+// use a shared arena.
 bool CudaBackend::Impl::outputs_private(const Graph& g) const {
   return g.phase == Phase::Prefill && rec_observer == nullptr;
 }
@@ -770,9 +770,12 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void CudaBackend::set_recording(const StepRecording& r, const Observer& o) {
-  impl_->rec = r;
-  impl_->rec_observer = &o;
+void CudaBackend::set_recording(const StepRecording& r, const Observer* o) {
+  Impl& d = *impl_;
+  d.rec = r;
+  if (o != d.rec_observer)  // the summaries' node selection was that observer's: ask the new one
+    for (auto& [key, p] : d.plans) p->summaries.observer = nullptr;
+  d.rec_observer = o;
 }
 
 bool CudaBackend::keeps_step_results(const StepRecording& r) const {

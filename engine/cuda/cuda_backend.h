@@ -32,7 +32,7 @@ class CudaBackend final : public Backend {
   int32_t read_greedy_token(const Graph& g) override;
   std::string matmul_kernel(const Node& n) const override;
   MemoryReport memory() const override;
-  void set_recording(const StepRecording& r, const Observer& o) override;
+  void set_recording(const StepRecording& r, const Observer* o) override;
   StepGpuTime gpu_time() override;
   bool keeps_step_results(const StepRecording& r) const override;
   void read_step(bool previous) override;

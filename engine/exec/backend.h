@@ -58,10 +58,12 @@ class Backend {
   // Block size of the 8-bit quantization a MatMul/Logits node's kernel applies to its activation
   // input (32 for Q8_0/Q8_1, 256 for Q8_K); 0 when it computes on float activations.
   virtual int activation_block(const Node& n) const { (void)n; return 0; }
-  // Before run_step when an observer records the step: what it will read, so the backend can
+  // Before every run_step: what the observer `o` will read of the step, so the backend can
   // compute it on the device inside the step (cuda: summaries in the step's CUDA graph, CUPTI
-  // kernel records). `o.wants(n)` selects the nodes. A cpu backend ignores it.
-  virtual void set_recording(const StepRecording& r, const Observer& o) { (void)r; (void)o; }
+  // kernel records); `o->wants(n)` selects the nodes. o = nullptr: nobody records the step (a
+  // backend must not keep using an earlier run's observer, which may be gone). A cpu backend
+  // ignores it.
+  virtual void set_recording(const StepRecording& r, const Observer* o) { (void)r; (void)o; }
   // The last recorded step's GPU time and kernels (waits for the step); empty on cpu.
   virtual StepGpuTime gpu_time() { return {}; }
   // Whether everything an observer recording `r` reads of a step (node summaries, GPU time,

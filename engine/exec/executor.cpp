@@ -32,9 +32,9 @@ StepRecording Executor::recording(const StepInfo& s) const {
 }
 
 void Executor::launch(const Graph& g, const StepInfo& s, const StepRecording& rec) {
-  if (observer_) backend_.set_recording(rec, *observer_);
+  backend_.set_recording(rec, observer_);
   // The reference's outputs are read as they are (full tensors, no device summaries).
-  if (observer_ && reference_) reference_->set_recording(StepRecording{}, *observer_);
+  if (reference_) reference_->set_recording(StepRecording{}, observer_);
   backend_.run_step(g, s);
   if (reference_) reference_->run_step(g, s);
 }
