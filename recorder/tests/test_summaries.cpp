@@ -271,3 +271,18 @@ TEST(RecorderOptions, EnvThenFlagsWithTheRestLeftForTheCli) {
   EXPECT_NE(bad({}, {"--trace-bins", "-3"}).find("--trace-bins"), std::string::npos);
   EXPECT_NE(bad({}, {"--trace"}).find("needs a value"), std::string::npos);
 }
+
+// The process environment: every MINFER_TRACE* variable is read (MINFER_TRACE_KERNELS once was not).
+TEST(RecorderOptions, EveryVariableIsReadFromTheProcessEnvironment) {
+  setenv("MINFER_TRACE", "proc.json", 1);
+  setenv("MINFER_TRACE_KERNELS", "none", 1);
+  setenv("MINFER_TRACE_OUTLIERS", "3", 1);
+  std::vector<std::string> args;
+  const RecorderOptions o = RecorderOptions::from_env_and_args(args);
+  unsetenv("MINFER_TRACE");
+  unsetenv("MINFER_TRACE_KERNELS");
+  unsetenv("MINFER_TRACE_OUTLIERS");
+  EXPECT_EQ(o.path, "proc.json");
+  EXPECT_EQ(o.kernel_steps, "none");
+  EXPECT_EQ(o.outliers, 3);
+}
