@@ -200,12 +200,14 @@ describe('idle gaps and grouping', () => {
       expect(unattributed.map((k) => k.name)).toEqual(['trace_node_summaries']);
     }
   });
-  it('GPU time per op adds up to all kernel time; unattributed has its own entry', () => {
+  it('GPU time per op adds up to all kernel time; kernels without a node have an entry named by their reason', () => {
     const s = trace.steps[1], nodes = trace.graphs.get('decode')!.nodes;
     const per = new Map(gpuTimePerOp(s, nodes));
     const all = raw[1].kernels.reduce((a, k) => a + k.duration_ns, 0) / 1000;
     expect([...per.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(all, 6);
-    expect(per.get('(unattributed)')).toBe(raw[1].kernels.find((k) => k.node < 0)!.duration_ns / 1000);
+    expect(per.get('(recorder: on-device node summaries)')).toBe(raw[1].kernels.find((k) => k.node < 0)!.duration_ns / 1000);
+    expect(per.has('(unattributed)')).toBe(false);
+    expect(kernelOp({ ...s.kernels[0], node: -1, unattributed: null }, nodes)).toBe('(unattributed)');
     // A fused kernel counts under the ops it computes together.
     const fusedUs = raw[1].kernels.filter((k) => k.name === 'add_rms_norm_fused').reduce((a, k) => a + k.duration_ns, 0) / 1000;
     expect(fusedUs).toBeGreaterThan(0);

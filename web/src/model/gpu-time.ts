@@ -159,9 +159,10 @@ export function fusedInto(step: Step, node: number): Kernel[] {
 }
 
 // What a kernel computes, as op types: its node's op, or for a fused kernel the ops of every node
-// it covers joined in order ("rms_norm+matmul"); "(unattributed)" without a node.
+// it covers joined in order ("rms_norm+matmul"); without a node, the trace's reason in
+// parentheses ("(recorder: node and logits summaries)"), or "(unattributed)" when it gives none.
 export function kernelOp(k: Kernel, nodes: GraphNode[]): string {
-  if (k.node < 0) return '(unattributed)';
+  if (k.node < 0) return `(${k.unattributed || 'unattributed'})`;
   const ops: string[] = [];
   for (const id of k.covers?.length ? k.covers : [k.node]) {
     const op = nodes[id]?.op ?? `node ${id}`;

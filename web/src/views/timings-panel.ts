@@ -50,7 +50,7 @@ export class TimingsPanel {
       const name = (k: Kernel) => (k.node >= 0 ? g.nodes[k.node]?.name ?? `node ${k.node}` : `${shortKernelName(k.name)} (no node)`);
       this.root.append(el('div', { class: 'two-col' },
         el('div', {}, el('h4', { text: 'GPU time per op type (µs, share of kernel time)' }),
-          barChart(ops.map(([op, us]) => ({ label: op, value: us, text: `${fmtUs(us)} · ${((us / total) * 100).toFixed(1)} %`, highlight: op === '(unattributed)' })),
+          barChart(ops.map(([op, us]) => ({ label: op, value: us, text: `${fmtUs(us)} · ${((us / total) * 100).toFixed(1)} %`, highlight: op.startsWith('(') })),
             { width: w, labelWidth: 172, textWidth: 130, cls: 'gpu-ops' })),   // fits "rms_norm+matmul+swiglu"
         el('div', {}, el('h4', { text: 'Slowest 15 nodes on the GPU (µs, sum of their kernels; click to inspect)' }),
           barChart(perNode.map((n) => ({ label: g.nodes[n.id].name, value: n.us, text: fmtUs(n.us), onClick: () => this.onNode(n.id) })),
