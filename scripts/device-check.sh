@@ -180,6 +180,14 @@ if has trace; then
   unset MINFER_MMQ
   python3 "$ROOT/scripts/device/kernel_breakdown.py" "$TR/$PRESET-q4_0-cuda-mmq.json.gz" > "$OUT/kernel-breakdown.md" 2>> "$LOGS/breakdown.err"
   head -30 "$OUT/kernel-breakdown.md" >> "$SUMMARY"
+  # A greedy traced run (the pipelined path, device logits summary) with CUPTI on every step:
+  # where its steps' idle gaps are (the samples above sample with a repeat penalty).
+  MINFER_TRACE_KERNELS=all "$B/bin/minfer" "$m" "$PROMPT" -n 32 --backend cuda --quiet --trace "$LOGS/greedy.json" \
+    > /dev/null 2>> "$LOGS/breakdown.err"
+  echo "greedy traced run, CUPTI on every step:" >> "$SUMMARY"
+  python3 "$ROOT/scripts/device/kernel_breakdown.py" "$LOGS/greedy.json" > "$LOGS/greedy.md" 2>> "$LOGS/breakdown.err"
+  { grep "^GPU span" "$LOGS/greedy.md"; sed -n '/idle gap between/,$p' "$LOGS/greedy.md"; } >> "$SUMMARY"
+  rm -f "$LOGS/greedy.json"
   # kill -9 mid-run: the file on disk must stay readable (at most the step in flight is lost).
   MINFER_TRACE=$LOGS/killed.json "$B/bin/minfer" "$m" "$PROMPT" -n 4000 --backend cuda --quiet > /dev/null 2>&1 &
   pid=$!; sleep 5; kill -9 $pid; wait $pid 2>/dev/null
