@@ -217,7 +217,7 @@ struct CudaBackend::Impl {
   void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries);
   void prepare_summaries(const Graph& g, StepPlan& p);
   void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
-  void join_summaries();
+  void join_summaries(const StepPlan& p);
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
   void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
   cudaGraphExec_t capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map);
@@ -660,8 +660,10 @@ void CudaBackend::Impl::fork_summaries(StepPlan& p, size_t first, size_t end, cu
   if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope, side);
 }
 
-// The step's stream waits for the side stream's summaries (a capture must end joined).
-void CudaBackend::Impl::join_summaries() {
+// The step's stream waits for the side stream's summaries (a capture must end joined). Nothing
+// was forked when no node is summarised (the observer wants none): then nothing to join.
+void CudaBackend::Impl::join_summaries(const StepPlan& p) {
+  if (p.summaries.node_of.empty()) return;
   CUDA_CHECK(cudaEventRecord(join_ev, side));
   CUDA_CHECK(cudaStreamWaitEvent(stream, join_ev, 0));
 }
@@ -673,7 +675,7 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned
   try {
     enqueue(g, p, &cap, variant & 1);
     if (variant & 2) enqueue_logits_summary(g, p, &cap);
-    if (variant & 1) join_summaries();
+    if (variant & 1) join_summaries(p);
   } catch (...) {
     cudaStreamEndCapture(stream, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -751,7 +753,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (!graph) {
     d.enqueue(g, p, nullptr, summaries);
     if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
-    if (summaries) d.join_summaries();
+    if (summaries) d.join_summaries(p);
   } else {
     CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
     sl.capture = &p.graphs[variant].map;
