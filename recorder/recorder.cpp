@@ -229,7 +229,7 @@ struct Recorder::Impl {
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
     // Steps format in parallel parts well within a decode step's time, so the run need not
-    // queue more than one of them: a kill -9 loses at most that step and the one in flight.
+    // queue more than one of them: a kill -9 loses at most that step and the ones in flight.
     pipeline = std::make_unique<StepPipeline>(workers, 1);
     write_head();
   }
