@@ -95,15 +95,13 @@ void apply(RecorderOptions& o, const std::string& key, const std::string& v, con
   }
 }
 
-}  // namespace
-
-namespace {
 // Every MINFER_TRACE* variable and the option it sets (the same as its --trace-* flag).
 constexpr std::pair<const char*, const char*> kEnv[] = {
     {"MINFER_TRACE", "trace"},       {"MINFER_TRACE_NODES", "nodes"},
     {"MINFER_TRACE_GRID", "grid"},   {"MINFER_TRACE_BINS", "bins"},
     {"MINFER_TRACE_TOPK", "topk"},   {"MINFER_TRACE_STEPS", "steps"},
     {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"}};
+
 }  // namespace
 
 bool RecorderOptions::is_trace_flag(std::string_view a) {

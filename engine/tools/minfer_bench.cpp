@@ -20,9 +20,9 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "cli/backend_choice.h"
+#include "cli/cli_trace.h"
 #include "exec/generate.h"
 #include "model/model.h"
-#include "cli/cli_trace.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
