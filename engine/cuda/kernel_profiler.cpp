@@ -79,17 +79,17 @@ CaptureMap CaptureRecorder::finish(cudaGraph_t g) const {
     else CUDA_CHECK(cudaGraphNodeGetDependencies(x, nb.data(), nb_edges.data(), &k));
     return std::vector<cudaGraphNode_t>(nb.begin(), nb.begin() + static_cast<std::ptrdiff_t>(k));
   };
-  // A node's work ends at its mark on the stream that enqueued it: walking back from a mark
-  // along dependencies until the previous marks reaches exactly that work (the capture may fork:
-  // a traced step's summaries run on a side stream).
+  // A node's work ends at its mark on the stream that enqueued it: the walk back from a mark along
+  // dependencies, stopped at earlier marks, reaches exactly that work (the capture may fork: a
+  // traced step's summaries run on a side stream).
   std::map<cudaGraphNode_t, int> owner;
   for (const auto& [end, id] : marks_) {
-    std::vector<cudaGraphNode_t> todo{end};
-    while (!todo.empty()) {
-      cudaGraphNode_t x = todo.back();
-      todo.pop_back();
+    std::vector<cudaGraphNode_t> frontier{end};
+    while (!frontier.empty()) {
+      cudaGraphNode_t x = frontier.back();
+      frontier.pop_back();
       if ((x != end && marks_.count(x)) || !owner.emplace(x, id).second) continue;
-      for (cudaGraphNode_t d : neighbours(x, false)) todo.push_back(d);
+      for (cudaGraphNode_t d : neighbours(x, false)) frontier.push_back(d);
     }
   }
   // Kernels in a topological order (the order a one-stream capture enqueued them).
