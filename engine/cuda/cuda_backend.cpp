@@ -117,10 +117,8 @@ struct StepPlan {
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
-  int32_t* host_argmax = nullptr;                      // pinned
-  // Recorded after a step's input copies (the staging buffer may then be rewritten) and after
-  // its greedy token's copy (read_greedy_token waits for that, not for the step's recording).
-  cudaEvent_t inputs_copied = nullptr, token_copied = nullptr;
+  // Recorded after a step's input copies (the staging buffer may then be rewritten).
+  cudaEvent_t inputs_copied = nullptr;
   cuda::StepFusion fusion;                             // node groups run by one fused kernel
   StepSummaries summaries;                             // traced steps: node summaries on the device
   std::vector<int> act_block;                          // per node id: Impl::activation_block
@@ -143,9 +141,7 @@ struct StepPlan {
   }
   ~StepPlan() {
     drop_graphs(0);
-    if (host_argmax) cudaFreeHost(host_argmax);
     if (inputs_copied) cudaEventDestroy(inputs_copied);
-    if (token_copied) cudaEventDestroy(token_copied);
     if (host_inputs) cudaFreeHost(host_inputs);
   }
 };
@@ -161,6 +157,7 @@ struct CudaBackend::Impl {
   MatmulPath path;
   bool graphs;
   bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
+  bool chain;   // decode steps fed the previous step's argmax on the device (MINFER_CUDA_CHAIN=0: off)
   cudaStream_t stream = nullptr;
   // Traced steps summarise their nodes on a stream forked from `stream` (in the captured graph:
   // a parallel branch), part by part as the step computes them (enqueue, join_summaries).
@@ -191,17 +188,24 @@ struct CudaBackend::Impl {
     const cuda::CaptureMap* capture = nullptr;  // the replayed graph's map, null when eager
     cudaEvent_t ev_begin = nullptr, ev_end = nullptr;
     double host_ms = -1;
+    // The step's greedy token, copied ahead of its recording (read_greedy_token waits for
+    // this copy only); per slot, since a chained step N+1 is launched before N's is read.
+    bool has_token = false;
+    int32_t* host_token = nullptr;  // pinned
+    cudaEvent_t token_copied = nullptr;
   };
   std::array<Slot, 2> slots;
   int cur = 0, reading = 0;
 
   Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
-        fusion(cuda::step_fusion_enabled()) {}
+        fusion(cuda::step_fusion_enabled()), chain(!env_is("MINFER_CUDA_CHAIN", "0")) {}
   ~Impl() {
     plans.clear();
     for (Slot& sl : slots) {
       if (sl.ev_begin) cudaEventDestroy(sl.ev_begin);
       if (sl.ev_end) cudaEventDestroy(sl.ev_end);
+      if (sl.host_token) cudaFreeHost(sl.host_token);
+      if (sl.token_copied) cudaEventDestroy(sl.token_copied);
     }
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
@@ -366,9 +370,7 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   p.argmax.alloc(sizeof(int32_t), "the greedy token");
   p.argmax_scratch.alloc(cuda::argmax_scratch_bytes(), "the greedy token's scratch");
   CUDA_CHECK(cudaMemsetAsync(p.argmax_scratch.get(), 0, p.argmax_scratch.bytes(), stream));
-  CUDA_CHECK(cudaMallocHost(&p.host_argmax, sizeof(int32_t)));
   CUDA_CHECK(cudaEventCreateWithFlags(&p.inputs_copied, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&p.token_copied, cudaEventDisableTiming));
   const HParams& h = m.hp;
   // Split-KV partials: only one-row attention (decode, a one-token prefill) uses them.
   const bool split_kv = std::any_of(g.nodes.begin(), g.nodes.end(),
@@ -701,9 +703,17 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     fail("step feeds ", s.tokens.size(), " tokens to a graph built for ", g.n_tokens);
   if (s.pos0 < 0 || s.pos0 + g.n_tokens > d.n_ctx)
     fail("positions up to ", s.pos0 + g.n_tokens, " exceed the reserved context of ", d.n_ctx, " tokens");
-  for (int32_t t : s.tokens)
-    if (t < 0 || t >= d.m.hp.n_vocab) fail("token id ", t, " is outside the vocabulary [0, ", d.m.hp.n_vocab, ")");
   StepPlan& p = d.plan_for(g, d.outputs_private(g));
+  // A chained step's token is the last launched step's argmax, still in this plan's buffer.
+  const bool chained = s.token_on_device;
+  if (chained) {
+    const Impl::Slot& prev = d.slots[static_cast<size_t>(d.cur)];
+    if (g.n_tokens != 1 || !prev.has_token || prev.plan != &p)
+      fail("run_step: a step fed the previous step's greedy token must follow a one-token step of the same graph");
+  } else {
+    for (int32_t t : s.tokens)
+      if (t < 0 || t >= d.m.hp.n_vocab) fail("token id ", t, " is outside the vocabulary [0, ", d.m.hp.n_vocab, ")");
+  }
   // The staging buffer is rewritten below: the previous step's copy out of it must be done (the
   // rest of that step may still run: its recording, while the host prepares this one).
   cuda::event_sync_bounded(p.inputs_copied, "the previous step's input copy");
@@ -746,7 +756,10 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     cuda::KernelProfiler::get().begin_step();
   }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
+  if (chained)
+    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToDevice, d.stream));
+  else
+    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
   CUDA_CHECK(cudaEventRecord(p.inputs_copied, d.stream));
   d.last = &p;
@@ -759,9 +772,14 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     sl.capture = &p.graphs[variant].map;
   }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_end, d.stream));
-  if (g.nodes.back().op == Op::Logits) {  // the greedy token first, ahead of the recording's copies
-    CUDA_CHECK(cudaMemcpyAsync(p.host_argmax, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
-    CUDA_CHECK(cudaEventRecord(p.token_copied, d.stream));
+  sl.has_token = g.nodes.back().op == Op::Logits;
+  if (sl.has_token) {  // the greedy token first, ahead of the recording's copies
+    if (!sl.host_token) {
+      CUDA_CHECK(cudaMallocHost(&sl.host_token, sizeof(int32_t)));
+      CUDA_CHECK(cudaEventCreateWithFlags(&sl.token_copied, cudaEventDisableTiming));
+    }
+    CUDA_CHECK(cudaMemcpyAsync(sl.host_token, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
+    CUDA_CHECK(cudaEventRecord(sl.token_copied, d.stream));
   }
   // Into this step's host slot: the previous step's stays readable while this one runs.
   const size_t slot = static_cast<size_t>(d.cur);
@@ -863,12 +881,15 @@ std::optional<LogitsSummary> CudaBackend::read_logits_summary(const Graph& g) {
   return sl.plan->logits_summary->read(d.reading);
 }
 
-int32_t CudaBackend::read_greedy_token(const Graph& g) {
+int32_t CudaBackend::read_greedy_token(const Graph& g, bool previous) {
   Impl& d = *impl_;
-  if (!d.last || g.nodes.back().op != Op::Logits) fail("read_greedy_token: no step with logits has run");
-  cuda::event_sync_bounded(d.last->token_copied, "the step's kernels and the greedy token");
-  return *d.last->host_argmax;
+  const Impl::Slot& sl = d.slots[static_cast<size_t>(previous ? d.cur ^ 1 : d.cur)];
+  if (!sl.has_token || g.nodes.back().op != Op::Logits) fail("read_greedy_token: no step with logits has run");
+  cuda::event_sync_bounded(sl.token_copied, "the step's kernels and the greedy token");
+  return *sl.host_token;
 }
+
+bool CudaBackend::chains_greedy_token() const { return impl_->chain; }
 
 int64_t CudaBackend::decode_kernels() const { return impl_->decode_graph_nodes; }
 

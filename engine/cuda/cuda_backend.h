@@ -29,7 +29,8 @@ class CudaBackend final : public Backend {
   const NodeOutput* output(const Node& n) const override;
   void read_logits(const Graph& g, std::vector<float>& out) override;
   bool greedy_on_device() const override { return true; }
-  int32_t read_greedy_token(const Graph& g) override;
+  int32_t read_greedy_token(const Graph& g, bool previous) override;
+  bool chains_greedy_token() const override;
   std::string matmul_kernel(const Node& n) const override;
   MemoryReport memory() const override;
   void set_recording(const StepRecording& r, const Observer* o) override;

@@ -23,8 +23,8 @@ class DeviceLogitsSummary {
 
   int64_t n() const { return n_; }
   int k() const { return k_; }
-  // Four graph-capturable kernels over the row x (device, n floats); chosen: device pointer to
-  // the chosen token id (the greedy argmax), read when the kernels run.
+  // Two graph-capturable kernels (PDL launches) over the row x (device, n floats); chosen:
+  // device pointer to the chosen token id (the greedy argmax), read when the kernels run.
   void enqueue(const float* x, const int32_t* chosen, cudaStream_t s);
   // Copies the result into host slot 0 or 1 (not captured: steps alternate slots).
   void copy_to_host(cudaStream_t s, int slot);
@@ -35,7 +35,7 @@ class DeviceLogitsSummary {
   int64_t n_;
   int k_;
   unsigned tiles_;
-  DeviceBuffer cand_, tile_nonfinite_, partials_, record_;
+  DeviceBuffer cand_, partials_, record_;  // tiles x k candidate keys, tiles partials, the Record
   void* host_[2] = {nullptr, nullptr};  // pinned
   cudaEvent_t copied_[2] = {nullptr, nullptr};
 };

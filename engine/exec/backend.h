@@ -83,9 +83,14 @@ class Backend {
   virtual const char* summaries_computed_on() const { return "host"; }
   // Whether read_greedy_token() is available: the argmax of the logits computed in the step.
   virtual bool greedy_on_device() const { return false; }
-  // The argmax of the final node's (logits) last row, lowest id on ties as Sampler::pick; only
-  // when greedy_on_device(). Greedy decoding then never copies the logits row to the host.
-  virtual int32_t read_greedy_token(const Graph& g) { (void)g; return -1; }
+  // The argmax of the final node's (logits) last row, lowest id on ties as Sampler::pick, of the
+  // last launched step, or (previous) of the one launched before it; only when
+  // greedy_on_device(). Greedy decoding then never copies the logits row to the host.
+  virtual int32_t read_greedy_token(const Graph& g, bool previous) { (void)g; (void)previous; return -1; }
+  // Whether run_step takes a one-token step whose token is the last launched step's greedy pick
+  // (StepInfo::token_on_device), read from the device: the host launches step N+1 before it has
+  // read N's token, so the device does not wait for the host between decode steps.
+  virtual bool chains_greedy_token() const { return false; }
   // Copies the final node's (logits) last row to host.
   virtual void read_logits(const Graph& g, std::vector<float>& out) = 0;
   // Which kernel computes a MatMul/Logits node ("mmq", "mmvq", "f16 gemm", ...): the trace

@@ -72,11 +72,11 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
                              b.greedy_on_device();
   ex.set_device_logits(device_greedy);
   // Reads the step's logits (or only its greedy token) and samples (both runs); returns this
-  // run's pick.
-  auto sample_step = [&](const Graph& g) {
+  // run's pick. previous: the step launched before the last one (its greedy token only).
+  auto sample_step = [&](const Graph& g, bool previous) {
     if (device_greedy) {
       a_draw.penalized.clear();  // the draw is from the logits as they are
-      a_draw.chosen = b.read_greedy_token(g);
+      a_draw.chosen = b.read_greedy_token(g, previous);
       return a_draw.chosen;
     }
     b.read_logits(g, logits);
@@ -128,7 +128,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   StepInfo s{Phase::Prefill, 0, 0, prompt};
   auto t0 = clock::now();
   ex.run(prefill, s);
-  int32_t next = sample_step(prefill);
+  int32_t next = sample_step(prefill, false);
   r.prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
   report(prefill, s, a_draw.chosen, r.prefill_s);
   if (opt.n_predict == 0 || !forced_left()) return r;
@@ -138,68 +138,101 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   if (on_token) on_token(next);
 
   // Decode. A step's time runs from the previous token to its own, so what the observer costs
-  // counts. When the backend keeps a step's recorded results in host memory past the next
-  // launch (Backend::keeps_step_results), step N+1 is launched as soon as N's greedy token is
-  // known and N goes to the observer while N+1 runs ("held" below).
+  // counts. Two ways a step overlaps the next one:
+  //  - chained: when the backend takes a step's token straight from the previous step's argmax
+  //    on the device (Backend::chains_greedy_token), step N+1 is launched before N's token is
+  //    read, so the device never waits for the host between steps. If N's token ends the
+  //    generation, N+1 was speculative: it is dropped, never shown to the observer.
+  //  - held: when the backend keeps a step's recorded results in host memory past the next
+  //    launch (Backend::keeps_step_results), step N+1 is launched as soon as N's greedy token is
+  //    known and N goes to the observer while N+1 runs.
   struct Launched {
     StepInfo s;
     StepRecording rec;
-    int32_t chosen;
-    double seconds;
+    int32_t chosen = -1;
+    double seconds = 0;
   };
   std::optional<Launched> held;
   Graph decode;
-  bool decode_built = false;
   auto deliver = [&](Launched& l, bool previous) {
     ex.deliver(decode, l.s, l.rec, previous);
     report(decode, l.s, l.chosen, l.seconds);
   };
-  auto last_token = clock::now();
-  int pos = static_cast<int>(prompt.size());
-  while (static_cast<int>(r.generated.size()) < opt.n_predict && pos < m.hp.n_ctx) {
-    if (opt.stop_at_eog && tok && tok->is_end_of_generation(next)) break;
-    if (!forced_left()) break;
-    if (!decode_built) {
-      decode = make_graph(m, Phase::Decode, 1);
-      if (obs) obs->on_graph(decode);
-      decode_built = true;
-    }
-    StepInfo ds{Phase::Decode, static_cast<int>(r.decode_s.size()) + 1, pos, {next}};
-    ds.launched = clock::now();
-    const StepRecording rec = ex.recording(ds);
+  const bool chain = device_greedy && !opt.forced && b.chains_greedy_token();
+  // Launches the decode step at `pos` fed `token` (token_on_device: the last launched step's
+  // pick, not read yet); a held step goes to the observer around the launch.
+  auto launch = [&](int32_t token, int pos, int step, bool token_on_device) {
+    Launched l;
+    l.s = StepInfo{Phase::Decode, step, pos, {token}};
+    l.s.token_on_device = token_on_device;
+    l.s.launched = clock::now();
+    l.rec = ex.recording(l.s);
     // The held step's results must survive this launch: same recording, kept by the backend.
-    const bool overlap = held && held->rec == rec;
-    if (held && !overlap) {
+    if (held && !(held->rec == l.rec)) {
       deliver(*held, false);
       held.reset();
     }
-    const bool split = device_greedy && obs;  // launch now, deliver after the token (or later)
-    if (split) {
-      ex.launch(decode, ds, rec);
+    if (device_greedy && obs) {  // launch now, deliver after the token (or later)
+      ex.launch(decode, l.s, l.rec);
       if (held) {
         deliver(*held, true);
         held.reset();
       }
     } else {
-      ex.run(decode, ds);
+      ex.run(decode, l.s);
     }
-    next = sample_step(decode);
+    return l;
+  };
+  auto may_decode = [&](int pos) {
+    return static_cast<int>(r.generated.size()) < opt.n_predict && pos < m.hp.n_ctx &&
+           !(opt.stop_at_eog && tok && tok->is_end_of_generation(next)) && forced_left();
+  };
+
+  auto last_token = clock::now();
+  int pos = static_cast<int>(prompt.size());
+  std::optional<Launched> flight;  // launched, its token not read yet
+  if (may_decode(pos)) {
+    decode = make_graph(m, Phase::Decode, 1);
+    if (obs) obs->on_graph(decode);
+    flight = launch(next, pos, 1, false);
+  }
+  while (flight) {
+    // Chain the next step when it will run unless this one's token ends the generation, and
+    // when this step's results survive its launch (same recording, kept by the backend).
+    std::optional<Launched> ahead;
+    if (chain && static_cast<int>(r.generated.size()) + 1 < opt.n_predict && pos + 1 < m.hp.n_ctx) {
+      StepInfo probe{Phase::Decode, flight->s.step + 1, pos + 1, {-1}};
+      const StepRecording next_rec = ex.recording(probe);
+      if (!obs || (next_rec == flight->rec && b.keeps_step_results(flight->rec)))
+        ahead = launch(-1, pos + 1, flight->s.step + 1, true);
+    }
+    next = sample_step(decode, ahead.has_value());
     const auto now = clock::now();
-    const double sec = std::chrono::duration<double>(now - last_token).count();
+    flight->seconds = std::chrono::duration<double>(now - last_token).count();
+    flight->chosen = a_draw.chosen;
     last_token = now;
-    r.decode_s.push_back(sec);
-    if (split) {
-      Launched l{ds, rec, a_draw.chosen, sec};
-      if (b.keeps_step_results(rec)) held = std::move(l);
-      else deliver(l, false);
+    r.decode_s.push_back(flight->seconds);
+    if (ahead) {
+      deliver(*flight, true);
+    } else if (device_greedy && obs) {
+      if (b.keeps_step_results(flight->rec)) held = std::move(flight);
+      else deliver(*flight, false);
     } else {
-      report(decode, ds, a_draw.chosen, sec);
+      report(decode, flight->s, a_draw.chosen, flight->seconds);
     }
     next = fed(next);
     r.generated.push_back(next);
     history.push_back(next);
     if (on_token) on_token(next);
     ++pos;
+    flight.reset();
+    if (!may_decode(pos)) break;  // a chained step, if any, was speculative: dropped
+    if (ahead) {
+      ahead->s.tokens[0] = next;  // read now: what the observer is shown
+      flight = std::move(ahead);
+    } else {
+      flight = launch(next, pos, static_cast<int>(r.decode_s.size()) + 1, false);
+    }
   }
   if (held) deliver(*held, false);
   return r;

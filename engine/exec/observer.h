@@ -153,6 +153,9 @@ struct StepInfo {
   int step = 0;                      // 0 = prefill, 1.. = decode steps
   int pos0 = 0;
   std::vector<int32_t> tokens;       // input ids of this step
+  // A chained decode step (Backend::chains_greedy_token): its token is the previous step's greedy
+  // pick, taken on the device; tokens[0] is filled in once the host has read it.
+  bool token_on_device = false;
   // When the step was launched; unset: at on_step_begin. A pipelined run delivers a step to its
   // observer while the next one runs, so on_step_begin comes after the launch.
   std::chrono::steady_clock::time_point launched{};

@@ -227,7 +227,7 @@ TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {
   std::vector<float> logits;
   auto check = [&](const Graph& g, const StepInfo& s) {
     ex.run(g, s);
-    const int32_t token = gpu.read_greedy_token(g);
+    const int32_t token = gpu.read_greedy_token(g, false);
     gpu.read_logits(g, logits);
     EXPECT_EQ(token, argmax(logits)) << "step " << s.step;
   };
@@ -264,7 +264,7 @@ TEST(CudaBackend, SharedArenaPrefillEqualsRecorded) {
     ex.run(t.pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
     EXPECT_EQ(plain.output(t.pre.node(t.pre.find("blk.0.ffn_gate"))), nullptr) << "a reused buffer is not readable";
     EXPECT_NE(plain.output(t.pre.nodes.back()), nullptr) << "the logits are";
-    EXPECT_EQ(plain.read_greedy_token(t.pre), argmax(a[0].logits));
+    EXPECT_EQ(plain.read_greedy_token(t.pre, false), argmax(a[0].logits));
     plain.read_logits(t.pre, logits);
     EXPECT_EQ(logits, a[0].logits) << "prefill";
     for (size_t i = 0; i < kDecodeInputs.size(); ++i) {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "core/error.h"
 #include "cuda_test_util.h"
 #include "exec/generate.h"
 #include "exec/logits_summary.h"
+#include "graph/build_qwen2.h"
 #include "test_models.h"
 #include "tiny_run.h"
 
@@ -145,5 +147,66 @@ TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
 
 INSTANTIATE_TEST_SUITE_P(CudaGraphs, Pipelined, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? std::string("graphs") : std::string("eager"); });
+
+}  // namespace
+
+namespace {
+
+// Untraced greedy decoding chains its steps: step N+1 takes N's argmax on the device and is
+// launched before the host reads it. MINFER_CUDA_CHAIN=0 feeds every token from the host.
+TEST_P(Pipelined, ChainedStepsGiveTheHostFedTokens) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  auto m = Model::load(path);
+  CudaBackend chained(*m, MatmulPath::MMQ);
+  setenv("MINFER_CUDA_CHAIN", "0", 1);
+  CudaBackend fed(*m, MatmulPath::MMQ);
+  unsetenv("MINFER_CUDA_CHAIN");
+  unsetenv("MINFER_NO_CUDA_GRAPH");
+  ASSERT_TRUE(chained.chains_greedy_token());
+  ASSERT_FALSE(fed.chains_greedy_token());
+  GenerateOptions opt;
+  opt.n_predict = 24;
+  opt.stop_at_eog = false;
+  const GenerateResult a = generate(*m, chained, nullptr, kPrompt, opt, nullptr);
+  const GenerateResult b = generate(*m, fed, nullptr, kPrompt, opt, nullptr);
+  EXPECT_EQ(a.generated, b.generated);
+  EXPECT_EQ(a.generated.size(), 24u);
+  // A second generation on the same backend (a new prompt after a chained run) starts clean.
+  const GenerateResult c = generate(*m, chained, nullptr, kPrompt, opt, nullptr);
+  EXPECT_EQ(c.generated, a.generated);
+}
+
+TEST(Chained, NeedsAOneTokenStepOfTheSameGraphJustBefore) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  auto m = Model::load(path);
+  CudaBackend b(*m, MatmulPath::MMQ);
+  b.reserve_context(64);
+  const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
+  const Graph dec = make_graph(*m, Phase::Decode, 1);
+  b.run_step(pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+  StepInfo s{Phase::Decode, 1, static_cast<int>(kPrompt.size()), {-1}};
+  s.token_on_device = true;
+  EXPECT_THROW(b.run_step(dec, s), Error) << "the prefill's argmax is not in the decode step's plan";
+  s.token_on_device = false;
+  s.tokens = {b.read_greedy_token(pre, false)};
+  b.run_step(dec, s);
+  StepInfo t{Phase::Decode, 2, s.pos0 + 1, {-1}};
+  t.token_on_device = true;
+  b.run_step(dec, t);
+  const int32_t first = b.read_greedy_token(dec, true), second = b.read_greedy_token(dec, false);
+  // The same two steps fed from the host.
+  CudaBackend h(*m, MatmulPath::MMQ);
+  h.reserve_context(64);
+  h.run_step(pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+  h.run_step(dec, StepInfo{Phase::Decode, 1, s.pos0, {h.read_greedy_token(pre, false)}});
+  EXPECT_EQ(h.read_greedy_token(dec, false), first);
+  h.run_step(dec, StepInfo{Phase::Decode, 2, s.pos0 + 1, {first}});
+  EXPECT_EQ(h.read_greedy_token(dec, false), second);
+}
 
 }  // namespace

@@ -39,7 +39,7 @@ inline std::vector<StepResult> run_teacher_forced(Backend& b, const Graph& pre, 
   auto one = [&](const Graph& g, const StepInfo& s) {
     ex.run(g, s);
     StepResult sr;
-    if (b.greedy_on_device()) sr.greedy = b.read_greedy_token(g);
+    if (b.greedy_on_device()) sr.greedy = b.read_greedy_token(g, false);
     b.read_logits(g, sr.logits);
     sr.nodes = cap.nodes;
     r.push_back(std::move(sr));

@@ -1,0 +1,158 @@
+// The generation loop's chained decode (exec/generate.cpp): when the backend takes a step's token
+// from the previous step's argmax on its side (Backend::chains_greedy_token), step N+1 is
+// launched before N's token is read; if N's token ends the generation, N+1 was speculative and
+// is dropped. A backend that does this is emulated over the CPU backend (it substitutes the last
+// launched step's argmax for a chained step's token), so the loop is checked without a GPU:
+// the same tokens as unchained, the speculative step launched but never counted, and no
+// chaining when an observer reads steps the backend cannot keep.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <map>
+
+#include "cpu/cpu_backend.h"
+#include "exec/generate.h"
+#include "model/model.h"
+#include "test_models.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace minfer;
+
+namespace {
+
+int32_t argmax(const std::vector<float>& v) {
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[best]) best = i;  // lowest id on ties, as Sampler::pick
+  return static_cast<int32_t>(best);
+}
+
+class ChainingCpu final : public Backend {
+ public:
+  ChainingCpu(const Model& m, bool chain) : inner_(m, MatmulPath::MMQ), chain_(chain) {}
+  std::map<int, int32_t> pick_at;  // launch number (1 = prefill) -> the pick the "device" makes instead
+  int launches = 0, chained = 0;
+
+  std::string name() const override { return "chaining-cpu"; }
+  std::string device() const override { return inner_.device(); }
+  MatmulPath matmul_path() const override { return inner_.matmul_path(); }
+  void reserve_context(int64_t n) override { inner_.reserve_context(n); }
+  void run_step(const Graph& g, const StepInfo& s) override {
+    StepInfo t = s;
+    if (s.token_on_device) {
+      EXPECT_TRUE(last_one_token_ && g.n_tokens == 1) << "a chained step must follow a one-token step";
+      t.tokens = {token_[cur_]};
+      ++chained;
+    }
+    inner_.run_step(g, t);
+    std::vector<float> logits;
+    inner_.read_logits(g, logits);
+    ++launches;
+    const auto forced = pick_at.find(launches);
+    cur_ ^= 1;
+    token_[cur_] = forced != pick_at.end() ? forced->second : argmax(logits);
+    last_one_token_ = g.n_tokens == 1;
+  }
+  const NodeOutput* output(const Node& n) const override { return inner_.output(n); }
+  void read_logits(const Graph& g, std::vector<float>& out) override { inner_.read_logits(g, out); }
+  std::string matmul_kernel(const Node& n) const override { return inner_.matmul_kernel(n); }
+  double read_bandwidth_gbs() override { return inner_.read_bandwidth_gbs(); }
+  bool greedy_on_device() const override { return true; }
+  int32_t read_greedy_token(const Graph&, bool previous) override { return token_[cur_ ^ (previous ? 1 : 0)]; }
+  bool chains_greedy_token() const override { return chain_; }
+
+ private:
+  CpuBackend inner_;
+  bool chain_;
+  std::array<int32_t, 2> token_{-1, -1};  // the last two launched steps' picks
+  int cur_ = 0;
+  bool last_one_token_ = false;
+};
+
+// Only what the loop asks: which ids end a generation.
+struct EogTokenizer final : Tokenizer {
+  int32_t eog;
+  explicit EogTokenizer(int32_t id) : eog(id) {}
+  std::vector<int32_t> encode(std::string_view) const override { return {}; }
+  std::string decode(const std::vector<int32_t>&) const override { return {}; }
+  std::string token_bytes(int32_t) const override { return {}; }
+  int32_t vocab_size() const override { return 151936; }
+  int32_t eos_id() const override { return eog; }
+  bool is_end_of_generation(int32_t id) const override { return id == eog; }
+};
+
+struct StepCounter : Observer {
+  std::vector<int32_t> inputs;  // each decode step's token, as the observer is shown it
+  void on_step_begin(const Graph&, const StepInfo& s) override {
+    if (s.phase == Phase::Decode) inputs.push_back(s.tokens.at(0));
+  }
+  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+};
+
+const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576};
+
+class GenerateChained : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = minfer::testing::generated_model("chained-q4_0", "tiny", GenWeights::Q4_0);
+    if (path_.empty()) GTEST_SKIP() << "the Qwen vocabulary (npm ci) is not installed";
+    m_ = Model::load(path_);
+  }
+  std::string path_;
+  std::unique_ptr<Model> m_;
+};
+
+TEST_F(GenerateChained, GivesTheUnchainedTokens) {
+  GenerateOptions opt;
+  opt.n_predict = 10;
+  opt.stop_at_eog = false;
+  ChainingCpu on(*m_, true), off(*m_, false);
+  const GenerateResult a = generate(*m_, on, nullptr, kPrompt, opt, nullptr);
+  const GenerateResult b = generate(*m_, off, nullptr, kPrompt, opt, nullptr);
+  EXPECT_EQ(a.generated, b.generated);
+  ASSERT_EQ(a.generated.size(), 10u);
+  EXPECT_EQ(a.decode_s.size(), 9u);
+  // Prefill, then 9 decode steps: the first fed from the host, the other 8 chained; none
+  // launched past n_predict.
+  EXPECT_EQ(on.launches, 10);
+  EXPECT_EQ(on.chained, 8);
+  EXPECT_EQ(off.launches, 10);
+  EXPECT_EQ(off.chained, 0);
+}
+
+TEST_F(GenerateChained, DropsTheSpeculativeStepAfterAnEndOfGeneration) {
+  constexpr int32_t kEog = 151645;  // <|im_end|>
+  EogTokenizer tok(kEog);
+  GenerateOptions opt;
+  opt.n_predict = 10;
+  ChainingCpu on(*m_, true), off(*m_, false);
+  on.pick_at[4] = off.pick_at[4] = kEog;  // decode step 3 picks the end of generation
+  std::vector<int32_t> streamed;
+  const GenerateResult a = generate(*m_, on, &tok, kPrompt, opt, nullptr, [&](int32_t t) { streamed.push_back(t); });
+  const GenerateResult b = generate(*m_, off, &tok, kPrompt, opt, nullptr);
+  EXPECT_EQ(a.generated, b.generated);
+  ASSERT_EQ(a.generated.size(), 4u);  // the prefill's pick, decode steps 1-3
+  EXPECT_EQ(a.generated.back(), kEog);
+  EXPECT_EQ(streamed, a.generated) << "the speculative step's token is never streamed";
+  EXPECT_EQ(a.decode_s.size(), 3u);
+  EXPECT_EQ(on.launches, 5) << "decode step 4 was launched before step 3's token was read";
+  EXPECT_EQ(on.chained, 3);
+  EXPECT_EQ(off.launches, 4);
+}
+
+TEST_F(GenerateChained, NotWhenTheObserverReadsStepsTheBackendDoesNotKeep) {
+  GenerateOptions opt;
+  opt.n_predict = 6;
+  opt.stop_at_eog = false;
+  ChainingCpu on(*m_, true), off(*m_, false);
+  StepCounter seen_on, seen_off;
+  const GenerateResult a = generate(*m_, on, nullptr, kPrompt, opt, &seen_on);
+  const GenerateResult b = generate(*m_, off, nullptr, kPrompt, opt, &seen_off);
+  EXPECT_EQ(a.generated, b.generated);
+  EXPECT_EQ(on.chained, 0) << "keeps_step_results is false: step N must be read before N+1 runs";
+  EXPECT_EQ(seen_on.inputs, seen_off.inputs);
+  ASSERT_EQ(seen_on.inputs.size(), 5u);
+  for (size_t i = 0; i < seen_on.inputs.size(); ++i) EXPECT_EQ(seen_on.inputs[i], a.generated[i]) << "step " << i + 1;
+}
+
+}  // namespace
