@@ -27,6 +27,7 @@ run() {  # $1 = mode; prints the median decode tokens/s
 }
 declare -A tps size rec steps
 for mode in "${MODES[@]}"; do
+  echo "bench-trace-overhead: $mode ($(date +%T))" >&2
   tps[$mode]=$(run "$mode")
   [ -n "${tps[$mode]}" ] || { echo "bench-trace-overhead: no decode rate from mode $mode" >&2; exit 1; }
   size[$mode]=$( [ -f "$T/t.json" ] && stat -c %s "$T/t.json" || echo 0)

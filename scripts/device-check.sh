@@ -135,6 +135,9 @@ PY
     bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
     bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
   done
+  for w in q4_0 q8_0; do  # chained decode steps against host-fed tokens
+    bench "$w-mmq-nochain" "$w" MINFER_CUDA_CHAIN=0 -- -p 512 -n 128 -r 5
+  done
   if [ -n "${MINFER_DEVICE_MMQ_TILES:-}" ]; then  # the MMQ tile rule against each forced tile (prefill)
     for w in q4_0 q8_0; do for tile in 64 32 16; do
       bench "$w-mmq-tile$tile" "$w" MINFER_MMQ_TILE=$tile -- -p 512 -n 8 -r 5
@@ -156,8 +159,8 @@ if has sanitize; then
       [[ $n =~ ${MINFER_SANITIZE_TESTS:-.} ]] || continue
       # The whole-model test is large: the sanitizers run its graph-replay test and one type.
       filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
-      # racecheck is slow on the big MMQ cases: the tiling edges of two types cover the kernel.
-      [ "$n" = test_cuda_mmq ] && [ $tool = racecheck ] && filt="--gtest_filter=*q4_0_40x896_nt7*:*q6_k_40x256_nt7*:*q8_0_40x4864_nt63*"
+      # The sanitizers are slow on the big MMQ cases: the tiling edges of three types cover the kernel.
+      [ "$n" = test_cuda_mmq ] && filt="--gtest_filter=*q4_0_40x896_nt7*:*q6_k_40x256_nt7*:*q8_0_40x4864_nt63*"
       compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 20 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1
       rc=$?
       s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitize-$tool-$n.log" | tail -1)
