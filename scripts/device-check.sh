@@ -160,7 +160,7 @@ if has sanitize; then
       # The whole-model test is large: the sanitizers run its graph-replay test and one type.
       filt=""; [ "$n" = test_cuda_backend ] && filt="--gtest_filter=*GraphReplay*:*q4_k_m_mmq*:*q8_0_f16*"
       # The sanitizers are slow on the big MMQ cases: the tiling edges of three types cover the kernel.
-      [ "$n" = test_cuda_mmq ] && filt="--gtest_filter=*q4_0_40x896_nt7*:*q6_k_40x256_nt7*:*q8_0_40x4864_nt63*"
+      [ "$n" = test_cuda_mmq ] && filt="--gtest_filter=*Q4_0_40x896_nt7*:*Q6_K_40x256_nt7*:*Q8_0_40x4864_nt63*"
       compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 20 "$t" $filt > "$LOGS/sanitize-$tool-$n.log" 2>&1
       rc=$?
       s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitize-$tool-$n.log" | tail -1)
