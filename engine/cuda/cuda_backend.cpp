@@ -160,8 +160,7 @@ struct CudaBackend::Impl {
   bool chain;   // decode steps fed the previous step's argmax on the device (MINFER_CUDA_CHAIN=0: off)
   cudaStream_t stream = nullptr;
   // Traced steps summarise their nodes on a stream forked from `stream` (in the captured graph:
-  // a parallel branch), part by part as the step computes them (enqueue, join_summaries); at
-  // the lowest priority, `stream` at the highest.
+  // a parallel branch), part by part as the step computes them (enqueue, join_summaries).
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
   cublasHandle_t cublas = nullptr;
@@ -243,13 +242,8 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   std::string why;
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
-  // The step's kernels first: a traced step's summaries (the side stream) get the SMs the step
-  // leaves free. Captured kernels keep their stream's priority (capture instantiates with
-  // cudaGraphInstantiateFlagUseNodePriority).
-  int least = 0, greatest = 0;
-  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->stream, cudaStreamNonBlocking, greatest));
-  CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->side, cudaStreamNonBlocking, least));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&impl_->fork_ev, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev, cudaEventDisableTiming));
   impl_->check_weight_types();
@@ -697,7 +691,7 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned
     decode_graph_nodes = static_cast<int64_t>(n_nodes);
   }
   cudaGraphExec_t exec = nullptr;
-  cudaError_t e = cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
   return exec;
