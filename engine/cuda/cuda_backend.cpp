@@ -552,9 +552,7 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 // carry its id; during capture `cap` notes where each node's work ends. With `summaries` the
 // recorded nodes are summarised on the side stream in about kSummaryParts parts, each forked as
 // soon as its nodes are written, so the summaries run beside the rest of the step instead of
-// after it; whatever is written before the step's last launch (the LM head) is forked ahead of
-// it, so only that launch's own outputs are summarised after the step's last kernel.
-// join_summaries() ends the branch.
+// after it; join_summaries() ends the branch.
 void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries) {
   constexpr size_t kSummaryParts = 6;
   const std::vector<int>& node_of = p.summaries.node_of;
@@ -570,22 +568,10 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
       forked = ready;
     }
   };
-  // A node launches its kernels unless a fused group's last node launches them for it.
-  auto group_of = [&](const Node& n) { return p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)]; };
-  auto launches = [&](const Node& n) {
-    const int gi = group_of(n);
-    return n.executed() && (gi < 0 || p.fusion.groups[static_cast<size_t>(gi)].last == n.id);
-  };
-  int last_launch = -1;
-  for (const Node& n : g.nodes)
-    if (launches(n)) last_launch = n.id;
   for (const Node& n : g.nodes) {
-    if (!launches(n)) continue;
-    const int gi = group_of(n);
-    if (summaries && n.id == last_launch && ready > forked) {
-      fork_summaries(p, forked, ready, cap);
-      forked = ready;
-    }
+    if (!n.executed()) continue;
+    const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
+    if (gi >= 0 && p.fusion.groups[static_cast<size_t>(gi)].last != n.id) continue;  // runs with its group
     {
       cuda::KernelProfiler::NodeScope scope(profiling && !cap, n.id);
       if (gi < 0) run_node(g, n, p);
