@@ -1,6 +1,7 @@
 #include "recorder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -189,8 +190,11 @@ struct Recorder::Impl {
   std::unique_ptr<StepPipeline> pipeline;
   int workers = 0;
   // What recording costs the run's own thread (gathering results, copying logits) and how long
-  // it waited for the pipeline: timings.recorder.
+  // it waited for the pipeline; what the pipeline spent formatting (summed over its workers) and
+  // writing: timings.recorder.
   double run_thread_ms = 0, queue_wait_ms = 0;
+  mutable std::atomic<int64_t> format_ns{0};  // added to by the (const) step formatters
+  double write_ms = 0;  // the writer thread's only, read after drain()
 
   struct KnownGraph {
     std::string id;
@@ -431,7 +435,10 @@ struct Recorder::Impl {
     step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
     auto data = std::make_shared<const StepData>(std::move(step));
     Stopwatch sw{queue_wait_ms};
-    pipeline->submit(step_parts(data), [this](std::string& text) { file.append_step(text); });
+    pipeline->submit(step_parts(data), [this](std::string& text) {
+      Stopwatch w{write_ms};
+      file.append_step(text);
+    });
     in_step = false;
     graph = nullptr;
   }
@@ -446,6 +453,14 @@ struct Recorder::Impl {
       parts.push_back([this, d, b, e] { return node_records_json(*d, b, e); });
     }
     parts.push_back([this, d] { return step_tail_json(*d); });
+    for (StepPipeline::Format& f : parts)
+      f = [this, f = std::move(f)] {
+        const auto t = Clock::now();
+        std::string text = f();
+        format_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count(),
+                            std::memory_order_relaxed);
+        return text;
+      };
     return parts;
   }
 
@@ -587,7 +602,9 @@ void Recorder::finish(const nlohmann::json& timings) {
   all["recorder"] = {{"run_thread_ms", impl_->run_thread_ms},
                      {"queue_wait_ms", impl_->queue_wait_ms},
                      {"final_drain_ms", ms_between(t, Clock::now())},
-                     {"format_threads", impl_->workers}};
+                     {"format_threads", impl_->workers},
+                     {"format_ms", static_cast<double>(impl_->format_ns.load()) / 1e6},
+                     {"write_ms", impl_->write_ms}};
   impl_->file.finish(dump(all));
 }
 
