@@ -54,6 +54,11 @@ TEST(Recorder, SyntheticRunGivesAValidCompleteTrace) {
   EXPECT_EQ(join(validate_trace(t)), "");
   EXPECT_EQ(t["complete"], true);
   EXPECT_EQ(t["timings"]["load_ms"], 12.5);
+  // What recording cost: the run's thread, the pipeline's formatting and writing.
+  const json& rec = t["timings"]["recorder"];
+  for (const char* k : {"run_thread_ms", "queue_wait_ms", "final_drain_ms", "format_ms", "write_ms"})
+    EXPECT_GE(rec.value(k, -1.0), 0.0) << k;
+  EXPECT_GT(rec["format_ms"].get<double>(), 0.0) << "four steps were formatted";
   ASSERT_EQ(t["graphs"].size(), 2u);
   EXPECT_EQ(t["graphs"][0]["id"], "prefill");
   EXPECT_EQ(t["graphs"][1]["id"], "decode");
