@@ -23,8 +23,9 @@ STAGES=("$@")
 mkdir -p "$LOGS" "$ROOT/models"
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
-# The logs go back as one archive even when the call's time limit stops the script mid-stage (a
-# call returns at most a few files).
+# The logs go back as one archive (a call returns at most a few files), also when the script is
+# stopped by TERM/INT: bash runs the trap once the command in progress ends, so a caller that
+# kills the script (timeout -k) should tar $OUT/logs itself afterwards (docs/status.md).
 bundle() { [ -d "$LOGS" ] && tar -C "$OUT" -czf "$OUT/device-logs.tar.gz" logs && rm -rf "$LOGS"; }
 trap 'say "stopped by a signal"; bundle; exit 143' TERM INT
 say() { echo "$*" | tee -a "$SUMMARY"; }
