@@ -169,7 +169,7 @@ __device__ void select_top_k(Key (&keys)[kItems], int k, Key (*lists)[kMaxK], Ke
 // Thread-to-data: see the file comment. The tile's max comes from the warps' lists (each list
 // starts with its warp's largest key), after the only barrier select_top_k needs.
 __global__ void __launch_bounds__(kThreads)
-    tiles_kernel(const float* __restrict__ x, int64_t n, int k, const int32_t* __restrict__ chosen, Key* __restrict__ cand,
+    logits_tiles_kernel(const float* __restrict__ x, int64_t n, int k, const int32_t* __restrict__ chosen, Key* __restrict__ cand,
                  TilePartial* __restrict__ partials) {
   pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
   pdl_launch_dependents();
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(kThreads)
 // One CTA: the top k of the tiles' candidates, in chunks of kTile keys whose first k slots carry
 // the running top k (empty, zero, in the first chunk); then the tiles' sums in a fixed order.
 __global__ void __launch_bounds__(kThreads)
-    finish_kernel(const float* __restrict__ x, int64_t n, int k, const int32_t* __restrict__ chosen,
+    logits_finish_kernel(const float* __restrict__ x, int64_t n, int k, const int32_t* __restrict__ chosen,
                   const Key* __restrict__ cand, const TilePartial* __restrict__ partials, int tiles, Record* __restrict__ rec) {
   pdl_wait();  // PDL: first, before any global read or write (pdl.cuh)
   pdl_launch_dependents();
@@ -309,8 +309,8 @@ DeviceLogitsSummary::~DeviceLogitsSummary() {
 void DeviceLogitsSummary::enqueue(const float* x, const int32_t* chosen, cudaStream_t s) {
   if (!x || !chosen) fail("device logits summary: null pointer");
   auto* partials = partials_.as<TilePartial>();
-  launch_pdl("logits_summary_tiles", tiles_kernel, tiles_, kThreads, 0, s, x, n_, k_, chosen, cand_.as<Key>(), partials);
-  launch_pdl("logits_summary_finish", finish_kernel, 1, kThreads, 0, s, x, n_, k_, chosen, cand_.as<Key>(), partials,
+  launch_pdl("logits_summary_tiles", logits_tiles_kernel, tiles_, kThreads, 0, s, x, n_, k_, chosen, cand_.as<Key>(), partials);
+  launch_pdl("logits_summary_finish", logits_finish_kernel, 1, kThreads, 0, s, x, n_, k_, chosen, cand_.as<Key>(), partials,
              static_cast<int>(tiles_), record_.as<Record>());
 }
 
