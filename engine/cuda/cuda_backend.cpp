@@ -200,6 +200,12 @@ struct CudaBackend::Impl {
   Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
         fusion(cuda::step_fusion_enabled()), chain(!env_is("MINFER_CUDA_CHAIN", "0")) {}
   ~Impl() {
+    // A chained step launched past the end of a generation may still run: nothing it uses is
+    // freed before it ends.
+    try {
+      if (stream) cuda::sync_bounded(stream, "the steps in flight before the backend is destroyed");
+    } catch (...) {  // a failed device: free what can be freed
+    }
     plans.clear();
     for (Slot& sl : slots) {
       if (sl.ev_begin) cudaEventDestroy(sl.ev_begin);
