@@ -250,7 +250,7 @@ struct Recorder::Impl {
     }
     h += "],\n\"steps\":[";
     // In order with the steps: the writer thread owns the file.
-    pipeline->submit([h] { return h; }, [this](std::string& text) { file.write_head(text); });
+    pipeline->submit([h] { return h; }, [this](std::vector<std::string>& text) { file.write_head(text.at(0)); });
   }
 
   // The id of g in this trace; a graph seen for the first time is added to the head.
@@ -435,9 +435,9 @@ struct Recorder::Impl {
     step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
     auto data = std::make_shared<const StepData>(std::move(step));
     Stopwatch sw{queue_wait_ms};
-    pipeline->submit(step_parts(data), [this](std::string& text) {
+    pipeline->submit(step_parts(data), [this](std::vector<std::string>& parts) {
       Stopwatch w{write_ms};
-      file.append_step(text);
+      file.append_step(parts);
     });
     in_step = false;
     graph = nullptr;

@@ -2,19 +2,6 @@
 
 namespace minfer::trace {
 
-namespace {
-// The parts' texts in order, moved out of `texts`.
-std::string concat(std::vector<std::string>& texts) {
-  if (texts.empty()) return {};
-  size_t n = 0;
-  for (const std::string& t : texts) n += t.size();
-  std::string all = std::move(texts[0]);
-  all.reserve(n);
-  for (size_t i = 1; i < texts.size(); ++i) all += texts[i];
-  return all;
-}
-}  // namespace
-
 StepPipeline::StepPipeline(int workers, int max_pending) : max_pending_(max_pending < 1 ? 1 : max_pending) {
   if (workers <= 0) return;
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
@@ -45,8 +32,7 @@ void StepPipeline::submit(std::vector<Format> parts, Write write) {
     std::vector<std::string> texts;
     texts.reserve(parts.size());
     for (Format& f : parts) texts.push_back(f());
-    std::string text = concat(texts);
-    write(text);
+    write(texts);
     return;
   }
   std::unique_lock<std::mutex> l(m_);
@@ -109,8 +95,7 @@ void StepPipeline::write_loop() {
     std::exception_ptr err;
     if (!failed) {
       try {
-        std::string text = concat(j.texts);
-        j.write(text);
+        j.write(j.texts);
       } catch (...) {
         err = std::current_exception();
       }

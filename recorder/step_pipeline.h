@@ -2,7 +2,7 @@
 // fast run (a CUDA decode step takes ~1 ms) does not wait for the text of its steps. One step
 // is formatted in several parts at once (formatting a whole decode step on one thread takes
 // ~2-5 ms): workers take the parts of the earliest job first, so a step is ready about N
-// workers times sooner, and the writer writes the parts' concatenation once all are done.
+// workers times sooner, and the writer writes the parts in order once all are done.
 // submit() blocks while `max_pending` jobs are unwritten; with 1 (the recorder) a kill -9 loses
 // at most the step being formatted or written plus the one the run is computing.
 // With 0 workers every job runs at once on the caller's thread (the CPU backend: its own
@@ -22,15 +22,17 @@ namespace minfer::trace {
 
 class StepPipeline {
  public:
-  using Format = std::function<std::string()>;       // one part; runs on a worker
-  using Write = std::function<void(std::string&)>;   // runs on the writer, in submission order
+  using Format = std::function<std::string()>;  // one part; runs on a worker
+  // Runs on the writer, in submission order, with the job's parts' texts in their order (the
+  // writer joins nothing itself: a step's ~0.5 MB are written from where they were formatted).
+  using Write = std::function<void(std::vector<std::string>& texts)>;
 
   StepPipeline(int workers, int max_pending);
   ~StepPipeline();  // drains what was submitted; errors are dropped (call drain() to see them)
   StepPipeline(const StepPipeline&) = delete;
   StepPipeline& operator=(const StepPipeline&) = delete;
 
-  // write gets the parts' texts concatenated in the order given.
+  // write gets the parts' texts in the order given.
   void submit(std::vector<Format> parts, Write write);
   void submit(Format format, Write write);
   // Waits until every submitted job was written; rethrows the first error.

@@ -146,16 +146,22 @@ void TraceFile::write_head(const std::string& head) {
   steps_end_ = head_len_ + static_cast<int64_t>(steps.size());
 }
 
-void TraceFile::append_step(const std::string& step_json) {
+void TraceFile::append_step(const std::vector<std::string>& step_json_parts) {
   if (finished_) fail(final_, ": trace already finished");
   if (head_len_ == 0) fail(partial_, ": step written before the head");
-  // Separator, the step, the open tail (longer than the old tail it overwrites, so no truncation
-  // is needed), written from where they are: a decode step's text is ~0.5 MB.
+  // Separator, the step's parts, the open tail (longer than the old tail it overwrites, so no
+  // truncation is needed), written from where they are: a decode step's text is ~0.5 MB.
   const char* sep = n_steps_ > 0 ? ",\n" : "\n";
   const auto piece = [](const char* p, size_t n) { return iovec{const_cast<char*>(p), n}; };
-  write_all_v(fd_, {piece(sep, std::strlen(sep)), piece(step_json.data(), step_json.size()), piece(kOpenTail, std::strlen(kOpenTail))},
-              steps_end_, partial_);
-  steps_end_ += static_cast<int64_t>(std::strlen(sep) + step_json.size());
+  std::vector<iovec> v{piece(sep, std::strlen(sep))};
+  size_t body = std::strlen(sep);
+  for (const std::string& part : step_json_parts) {
+    v.push_back(piece(part.data(), part.size()));
+    body += part.size();
+  }
+  v.push_back(piece(kOpenTail, std::strlen(kOpenTail)));
+  write_all_v(fd_, std::move(v), steps_end_, partial_);
+  steps_end_ += static_cast<int64_t>(body);
   ++n_steps_;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace minfer::trace {
 
@@ -23,7 +24,8 @@ class TraceFile {
   // over, so the .partial is never invalid.
   void write_head(const std::string& head);
   // One step object (no newlines inside), then the tail, in one write.
-  void append_step(const std::string& step_json);
+  // One step object, given as the pieces whose concatenation it is (written without joining).
+  void append_step(const std::vector<std::string>& step_json_parts);
   // Writes the final tail, syncs, and moves the file to final_path.
   void finish(const std::string& timings_json);
 

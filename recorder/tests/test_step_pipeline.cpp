@@ -1,6 +1,6 @@
 // The recorder's step pipeline (formatting on workers, writing in order): every job is written
 // exactly once and in submission order even when later jobs format faster; a job's parts format
-// on different workers at once and are written as their in-order concatenation; a failing part's
+// on different workers at once and reach the writer in their order; a failing part's
 // error reaches the caller; submit() blocks once max_pending jobs are unwritten. And the
 // recorder's steps, formatted in parts on workers, are the same bytes as formatted inline.
 #include <gtest/gtest.h>
@@ -27,6 +27,14 @@
 
 using minfer::trace::StepPipeline;
 
+namespace {
+std::string joined(const std::vector<std::string>& parts) {
+  std::string all;
+  for (const std::string& t : parts) all += t;
+  return all;
+}
+}  // namespace
+
 TEST(StepPipeline, WritesInSubmissionOrder) {
   for (int workers : {0, 1, 4}) {
     std::vector<std::string> written;
@@ -39,7 +47,7 @@ TEST(StepPipeline, WritesInSubmissionOrder) {
               if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
               return "step " + std::to_string(i);
             },
-            [&written](std::string& t) { written.push_back(t); });
+            [&written](std::vector<std::string>& t) { written.push_back(joined(t)); });
       p.drain();
     }
     ASSERT_EQ(written.size(), 200u) << workers << " workers";
@@ -49,16 +57,16 @@ TEST(StepPipeline, WritesInSubmissionOrder) {
 
 TEST(StepPipeline, ErrorsReachTheCaller) {
   StepPipeline p(2, 4);
-  p.submit([] { return std::string("ok"); }, [](std::string&) {});
-  p.submit([]() -> std::string { throw std::runtime_error("format failed"); }, [](std::string&) {});
+  p.submit([] { return std::string("ok"); }, [](std::vector<std::string>&) {});
+  p.submit([]() -> std::string { throw std::runtime_error("format failed"); }, [](std::vector<std::string>&) {});
   EXPECT_THROW(
       {
-        for (int i = 0; i < 100; ++i) p.submit([] { return std::string("x"); }, [](std::string&) {});
+        for (int i = 0; i < 100; ++i) p.submit([] { return std::string("x"); }, [](std::vector<std::string>&) {});
         p.drain();
       },
       std::runtime_error);
   StepPipeline w(2, 4);
-  w.submit([] { return std::string("x"); }, [](std::string&) { throw std::runtime_error("write failed"); });
+  w.submit([] { return std::string("x"); }, [](std::vector<std::string>&) { throw std::runtime_error("write failed"); });
   EXPECT_THROW(w.drain(), std::runtime_error);
 }
 
@@ -73,7 +81,7 @@ TEST(StepPipeline, BoundsTheQueue) {
             while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
             return std::string();
           },
-          [](std::string&) {});
+          [](std::vector<std::string>&) {});
       ++submitted;
     }
   });
@@ -119,7 +127,7 @@ TEST(StepPipeline, WritesMultiPartJobsAsTheirConcatenationInOrder) {
             });
           }
           expected.push_back(all);
-          p.submit(std::move(parts), [&written](std::string& t) { written.push_back(t); });
+          p.submit(std::move(parts), [&written](std::vector<std::string>& t) { written.push_back(joined(t)); });
         }
         p.drain();
       }
@@ -145,7 +153,7 @@ TEST(StepPipeline, PartsOfOneJobFormatOnDifferentWorkersAtOnce) {
       // Every part waits for all the others to start: only parts running at once get past.
       return std::string(wait_until([&] { return started.load() == kParts; }) ? "+" : "-");
     });
-  p.submit(std::move(parts), [&](std::string& t) { written = t; });
+  p.submit(std::move(parts), [&](std::vector<std::string>& t) { written = joined(t); });
   p.drain();
   EXPECT_EQ(written, "++++") << "the parts of one job did not format at the same time";
   EXPECT_EQ(threads.size(), static_cast<size_t>(kParts));
@@ -164,7 +172,7 @@ TEST(StepPipeline, WorkersTakeTheEarliestJobsPartsFirst) {
     };
   };
   std::string written;
-  auto write = [&](std::string& t) { written += t; };
+  auto write = [&](std::vector<std::string>& t) { written += joined(t); };
   StepPipeline p(1, 4);
   std::vector<StepPipeline::Format> a;
   a.push_back(part("a0", true));  // holds the only worker until b is queued too
@@ -187,12 +195,12 @@ TEST(StepPipeline, MaxPendingOneWaitsUntilThePreviousJobIsWritten) {
         wait_until([&] { return release.load(); });
         return std::string("x");
       });
-    p.submit(std::move(parts), [&](std::string&) {
+    p.submit(std::move(parts), [&](std::vector<std::string>&) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a slow write: submit must wait for it too
       first_written = true;
     });
     std::thread producer([&] {
-      p.submit([] { return std::string("y"); }, [](std::string&) {});
+      p.submit([] { return std::string("y"); }, [](std::vector<std::string>&) {});
       first_written_when_second_submitted = first_written.load();
     });
     // Time for a pipeline that does not wait to let the second submit() through.
@@ -218,7 +226,7 @@ TEST(StepPipeline, AnErrorInAnyPartReachesTheCaller) {
           });
         return parts;
       };
-      auto write = [&](std::string&) { ++writes; };
+      auto write = [&](std::vector<std::string>&) { ++writes; };
       p.submit(job(-1), write);
       EXPECT_THROW(
           {
