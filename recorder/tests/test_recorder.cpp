@@ -298,6 +298,8 @@ TEST(TraceSize, QwenHalfBShapesStayUnder50MBFor64Steps) {
   std::printf("[size] decode step: %.0f bytes over %zu node records (%.0f B/node-step)\n", decode_step,
               decode_nodes, decode_step / decode_nodes);
   std::printf("[size] estimated 0.5b trace, 7-token prompt + 64 decode steps: %.1f MB\n", est64 / 1e6);
+  // The synthetic steps carry a full logits row, so their formatting includes the host's logits
+  // summary (~150k exp): a CUDA step brings that summary from the device and formats faster.
   const json& cost = t["timings"]["recorder"];
   std::printf("[size] formatting %.2f ms and writing %.2f ms per step (%d steps, %d format threads)\n",
               cost["format_ms"].get<double>() / t["steps"].size(), cost["write_ms"].get<double>() / t["steps"].size(),
