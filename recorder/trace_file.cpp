@@ -24,19 +24,6 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-void write_all(int fd, const char* p, size_t n, int64_t off, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, p, n, off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(path, ": write failed: ", std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += w;
-  }
-}
-
 // The pieces one after another from `off`, without joining them first (pwritev; a short write
 // resumes inside the piece it stopped in).
 void write_all_v(int fd, std::vector<iovec> v, int64_t off, const std::string& path) {
@@ -58,6 +45,10 @@ void write_all_v(int fd, std::vector<iovec> v, int64_t off, const std::string& p
     }
     while (i < v.size() && v[i].iov_len == 0) ++i;
   }
+}
+
+void write_all(int fd, const char* p, size_t n, int64_t off, const std::string& path) {
+  write_all_v(fd, {iovec{const_cast<char*>(p), n}}, off, path);
 }
 
 std::string read_range(int fd, int64_t off, int64_t n, const std::string& path) {

@@ -159,14 +159,18 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     report(decode, l.s, l.chosen, l.seconds);
   };
   const bool chain = device_greedy && !opt.forced && b.chains_greedy_token();
-  // Launches the decode step at `pos` fed `token` (token_on_device: the last launched step's
-  // pick, not read yet); a held step goes to the observer around the launch.
-  auto launch = [&](int32_t token, int pos, int step, bool token_on_device) {
+  // The decode step at `pos` fed `token` (token_on_device: the last launched step's pick, not
+  // read yet), with what the observer will read of it.
+  auto plan = [&](int32_t token, int pos, int step, bool token_on_device) {
     Launched l;
     l.s = StepInfo{Phase::Decode, step, pos, {token}};
     l.s.token_on_device = token_on_device;
-    l.s.launched = clock::now();
     l.rec = ex.recording(l.s);
+    return l;
+  };
+  // Launches a planned step; a held step goes to the observer around the launch.
+  auto launch = [&](Launched l) {
+    l.s.launched = clock::now();
     // The held step's results must survive this launch: same recording, kept by the backend.
     if (held && !(held->rec == l.rec)) {
       deliver(*held, false);
@@ -194,17 +198,16 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   if (may_decode(pos)) {
     decode = make_graph(m, Phase::Decode, 1);
     if (obs) obs->on_graph(decode);
-    flight = launch(next, pos, 1, false);
+    flight = launch(plan(next, pos, 1, false));
   }
   while (flight) {
     // Chain the next step when it will run unless this one's token ends the generation, and
     // when this step's results survive its launch (same recording, kept by the backend).
     std::optional<Launched> ahead;
     if (chain && static_cast<int>(r.generated.size()) + 1 < opt.n_predict && pos + 1 < m.hp.n_ctx) {
-      StepInfo probe{Phase::Decode, flight->s.step + 1, pos + 1, {-1}};
-      const StepRecording next_rec = ex.recording(probe);
-      if (!obs || (next_rec == flight->rec && b.keeps_step_results(flight->rec)))
-        ahead = launch(-1, pos + 1, flight->s.step + 1, true);
+      Launched next_step = plan(-1, pos + 1, flight->s.step + 1, true);
+      if (!obs || (next_step.rec == flight->rec && b.keeps_step_results(flight->rec)))
+        ahead = launch(std::move(next_step));
     }
     next = sample_step(decode, ahead.has_value());
     const auto now = clock::now();
@@ -231,7 +234,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
       ahead->s.tokens[0] = next;  // read now: what the observer is shown
       flight = std::move(ahead);
     } else {
-      flight = launch(next, pos, static_cast<int>(r.decode_s.size()) + 1, false);
+      flight = launch(plan(next, pos, static_cast<int>(r.decode_s.size()) + 1, false));
     }
   }
   if (held) deliver(*held, false);
