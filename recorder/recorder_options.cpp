@@ -35,7 +35,7 @@ const char* RecorderOptions::usage() {
          "  MINFER_TRACE_STATS_ONLY=1    --trace-stats-only    statistics only (no grids, histograms)\n"
          "  MINFER_TRACE_OUTLIERS=K      --trace-outliers K    largest-|x| elements per node (default 8)\n"
          "  MINFER_TRACE_KERNELS=LIST    --trace-kernels LIST  steps with per-kernel GPU records (CUPTI;\n"
-         "                                                     cuda only; default 0-4; none = off)\n";
+         "                                                     cuda only; default 0-1; none = off)\n";
 }
 
 namespace {

@@ -4,7 +4,7 @@
 # fresh trace), as ratios of the time per token to untraced. Prints JSON.
 #   scripts/bench-trace-overhead.sh BUILD_DIR MODEL [N_DECODE=32] [R=3] [BACKEND=auto]
 # Configurations: off (no trace); stats (statistics only); full (the default options: stats +
-# grids + histograms, and on cuda CUPTI kernel records on steps 0-4); on cuda also
+# grids + histograms, and on cuda CUPTI kernel records on steps 0-1); on cuda also
 # full-no-cupti (MINFER_TRACE_KERNELS=none) and cupti-all (kernel records on every step).
 set -euo pipefail
 B=${1:?usage: bench-trace-overhead.sh BUILD_DIR MODEL [N] [R] [BACKEND]}; M=${2:?}; N=${3:-32}; R=${4:-3}

@@ -112,6 +112,14 @@ struct StepPlan {
   DeviceBuffer tokens, positions;                      // int32 [n_tokens], device
   int32_t* host_inputs = nullptr;                      // pinned staging: tokens then positions
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
+  // What act_q8 holds in the step being enqueued: matmuls of one input (q/k/v, gate/up on the
+  // unfused paths) quantize it once. Reset at the start of every enqueue.
+  struct QuantizedInput {
+    int node = -1;
+    const float* x = nullptr;
+    int64_t rows = 0, cols = 0;
+    bool operator==(const QuantizedInput&) const = default;
+  } act_q8_holds;
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
@@ -161,8 +169,12 @@ struct CudaBackend::Impl {
   cudaStream_t stream = nullptr;
   // Traced steps summarise their nodes on a stream forked from `stream` (in the captured graph:
   // a parallel branch), part by part as the step computes them (enqueue, join_summaries).
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork_ev = nullptr, join_ev = nullptr;
+  // The summaries' streams: one for the small tensors, one for the chunked ones (the logits), so
+  // the last part's two run side by side after the LM head.
+  std::array<cudaStream_t, 2> side{};
+  std::array<bool, 2> side_forked{};  // this step enqueued work on it (join_summaries)
+  cudaEvent_t fork_ev = nullptr;
+  std::array<cudaEvent_t, 2> join_ev{};
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_workspace;
   std::unique_ptr<cuda::DeviceWeights> weights;
@@ -178,6 +190,7 @@ struct CudaBackend::Impl {
   StepRecording rec;
   const Observer* rec_observer = nullptr;
   bool profiling = false;                    // CUPTI collects the last launched step
+  bool cupti_on = false;                     // CUPTI's activity kinds are enabled (KernelProfiler::stop)
   // Launched steps alternate between two slots (host copies of their summaries, their events),
   // so step N stays readable while N+1 runs: `cur` is the last launched, `reading` the one
   // output(), gpu_time() and read_logits_summary() read (read_step).
@@ -206,6 +219,7 @@ struct CudaBackend::Impl {
       if (stream) cuda::sync_bounded(stream, "the steps in flight before the backend is destroyed");
     } catch (...) {  // a failed device: free what can be freed
     }
+    if (cupti_on) cuda::KernelProfiler::get().stop();
     plans.clear();
     for (Slot& sl : slots) {
       if (sl.ev_begin) cudaEventDestroy(sl.ev_begin);
@@ -216,8 +230,10 @@ struct CudaBackend::Impl {
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
     if (fork_ev) cudaEventDestroy(fork_ev);
-    if (join_ev) cudaEventDestroy(join_ev);
-    if (side) cudaStreamDestroy(side);
+    for (cudaEvent_t e : join_ev)
+      if (e) cudaEventDestroy(e);
+    for (cudaStream_t s : side)
+      if (s) cudaStreamDestroy(s);
     if (stream) cudaStreamDestroy(stream);
   }
 
@@ -227,7 +243,7 @@ struct CudaBackend::Impl {
   void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries);
   void prepare_summaries(const Graph& g, StepPlan& p);
   void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
-  void join_summaries(const StepPlan& p);
+  void join_summaries();
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
   void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
   cudaGraphExec_t capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map);
@@ -249,9 +265,11 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&impl_->fork_ev, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev, cudaEventDisableTiming));
+  for (size_t i = 0; i < 2; ++i) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side[i], cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev[i], cudaEventDisableTiming));
+  }
   impl_->check_weight_types();
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
@@ -411,9 +429,16 @@ std::string CudaBackend::matmul_kernel(const Node& n) const {
 void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p) {
   const cuda::DeviceWeight& w = weights->get(n.weight);
   const int64_t nt = n.rows();
+  // Quantizes x into act_q8 unless it already holds it (the previous matmul had the same input).
+  auto quantized = [&] {
+    const StepPlan::QuantizedInput want{n.src[0], x, nt, w.cols};
+    if (p.act_q8_holds != want) cuda::quantize_q8_1(x, nt, w.cols, p.act_q8.get(), stream);
+    p.act_q8_holds = want;
+    return p.act_q8.get();
+  };
   if (nt == 1) {  // decode, and the LM head on the last row: matvec on the stored weights
     if (is_quantized(w.type)) {
-      cuda::quantize_q8_1(x, 1, w.cols, p.act_q8.get(), stream);
+      quantized();
       cuda::mmvq(w.type, w.data, w.rows, w.cols, p.act_q8.get(), bias, y, stream);
     } else {
       cuda::gemv_float(w.type, w.data, w.rows, w.cols, x, bias, y, stream);
@@ -421,8 +446,7 @@ void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const fl
     return;
   }
   if (is_quantized(w.type) && path == MatmulPath::MMQ) {
-    cuda::quantize_q8_1(x, nt, w.cols, p.act_q8.get(), stream);
-    cuda::mmq(w.type, w.data, w.rows, w.cols, p.act_q8.get(), nt, bias, y, stream);
+    cuda::mmq(w.type, w.data, w.rows, w.cols, quantized(), nt, bias, y, stream);
     return;
   }
   if (is_quantized(w.type) && !w.w16) fail("cuda: weight '", n.weight, "' has no W16 cache copy");
@@ -564,6 +588,7 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
   const std::vector<int>& node_of = p.summaries.node_of;
   const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
   std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
+  p.act_q8_holds = {};  // a new step's inputs
   size_t forked = 0, ready = 0;  // tensors [0, forked) are being summarised; [0, ready) are written
   auto wrote = [&](int id) {
     if (!summaries) return;
@@ -656,24 +681,33 @@ void CudaBackend::Impl::enqueue_logits_summary(const Graph& g, StepPlan& p, cuda
   if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
 }
 
-// Tensors [first, end) of the step's summaries on the side stream, after everything enqueued
-// on the step's stream so far.
+// Tensors [first, end) of the step's summaries on the side streams that have work for them
+// (small tensors, chunked tensors), after everything enqueued on the step's stream so far.
 void CudaBackend::Impl::fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap) {
+  const std::array<bool, 2> work = p.summaries.ds->streams_used(first, end);
   CUDA_CHECK(cudaEventRecord(fork_ev, stream));
-  CUDA_CHECK(cudaStreamWaitEvent(side, fork_ev, 0));
+  for (size_t i = 0; i < 2; ++i)
+    if (work[i]) CUDA_CHECK(cudaStreamWaitEvent(side[i], fork_ev, 0));
   {
     cuda::KernelProfiler::NodeScope scope(profiling && !cap, cuda::KernelProfiler::kRecorderScope);
-    p.summaries.ds->enqueue(side, first, end);
+    p.summaries.ds->enqueue(side[0], side[1], first, end);
   }
-  if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope, side);
+  for (size_t i = 0; i < 2; ++i) {
+    side_forked[i] = side_forked[i] || work[i];
+    // Only a stream with work: an idle one's last captured node is the step's own.
+    if (cap && work[i]) cap->mark(cuda::KernelProfiler::kRecorderScope, side[i]);
+  }
 }
 
-// The step's stream waits for the side stream's summaries (a capture must end joined). Nothing
-// was forked when no node is summarised (the observer wants none): then nothing to join.
-void CudaBackend::Impl::join_summaries(const StepPlan& p) {
-  if (p.summaries.node_of.empty()) return;
-  CUDA_CHECK(cudaEventRecord(join_ev, side));
-  CUDA_CHECK(cudaStreamWaitEvent(stream, join_ev, 0));
+// The step's stream waits for the side streams' summaries (a capture must end joined): those
+// this step forked, and clears the marks for the next step.
+void CudaBackend::Impl::join_summaries() {
+  for (size_t i = 0; i < 2; ++i) {
+    if (!side_forked[i]) continue;
+    CUDA_CHECK(cudaEventRecord(join_ev[i], side[i]));
+    CUDA_CHECK(cudaStreamWaitEvent(stream, join_ev[i], 0));
+    side_forked[i] = false;
+  }
 }
 
 cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map) {
@@ -683,7 +717,7 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned
   try {
     enqueue(g, p, &cap, variant & 1);
     if (variant & 2) enqueue_logits_summary(g, p, &cap);
-    if (variant & 1) join_summaries(p);
+    if (variant & 1) join_summaries();
   } catch (...) {
     cudaStreamEndCapture(stream, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -747,6 +781,10 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   const bool graph = g.phase == Phase::Decode && d.graphs;
   // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
   d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
+  if (!d.profiling && d.cupti_on) {  // the steps before were recorded: no records of this one
+    cuda::KernelProfiler::get().stop();
+    d.cupti_on = false;
+  }
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
     StepPlan::Captured& c = p.graphs[variant];
     if (c.exec && d.profiling && !c.map.built) {  // captured while kernels were not recorded: again, with the map
@@ -759,7 +797,8 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   const auto t0 = std::chrono::steady_clock::now();
   if (d.profiling) {  // this step's records only: the previous step's recording may still run
     cuda::sync_bounded(d.stream, "the previous step before kernel records are collected");
-    cuda::KernelProfiler::get().begin_step();
+    cuda::KernelProfiler::get().begin_step(graph);
+    d.cupti_on = true;
   }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
   if (chained)
@@ -772,7 +811,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (!graph) {
     d.enqueue(g, p, nullptr, summaries);
     if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
-    if (summaries) d.join_summaries(p);
+    if (summaries) d.join_summaries();
   } else {
     CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
     sl.capture = &p.graphs[variant].map;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "cuda/cuda_check.h"
 
@@ -15,8 +16,13 @@ namespace {
 
 constexpr size_t kBufferBytes = 8u << 20;
 constexpr size_t kAlign = 8;
+// Kernel records always; for eager steps also the kinds that carry NodeScope's external ids
+// (those come with API records only, so the runtime and driver API kinds are on too; their
+// records are dropped in on_buffer). A graph replay's kernels are attributed through the
+// capture map, so its steps skip the API records (a record per API call costs host time).
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
                                          CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+constexpr size_t kGraphKinds = 1;  // the leading kinds a graph replay needs
 std::mutex g_mutex;  // CUPTI delivers buffers on its own thread
 
 std::string cupti_error(CUptiResult r, const char* call) {
@@ -27,9 +33,16 @@ std::string cupti_error(CUptiResult r, const char* call) {
 
 std::string demangle(const char* name) {
   if (!name) return "(unnamed)";
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  return status == 0 && d ? std::string(d.get()) : std::string(name);
+  // A step's ~170 records name the same few dozen kernels: demangle each once (callers hold
+  // g_mutex).
+  static std::unordered_map<std::string, std::string> known;
+  const auto [it, fresh] = known.try_emplace(name);
+  if (fresh) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    it->second = status == 0 && d ? std::string(d.get()) : std::string(name);
+  }
+  return it->second;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -149,18 +162,23 @@ KernelProfiler::KernelProfiler() {
   available_ = true;
 }
 
-void KernelProfiler::begin_step() {
+void KernelProfiler::begin_step(bool graph) {
   if (!available_) return;
-  // External correlation records come with API records only, so the runtime and driver API
-  // kinds are on while collecting (their records are dropped in on_buffer).
-  for (CUpti_ActivityKind k : kKinds) {
-    CUptiResult r = cuptiActivityEnable(k);
+  // Consecutive recorded steps keep the kinds they share enabled: enabling the kernel kind anew
+  // makes the next graph launch costly (CUPTI prepares the replay for tracing).
+  const size_t want = graph ? kGraphKinds : std::size(kKinds);
+  for (size_t i = want; i < kinds_; ++i) cuptiActivityDisable(kKinds[i]);
+  for (size_t i = kinds_; i < want; ++i) {
+    CUptiResult r = cuptiActivityEnable(kKinds[i]);
     if (r != CUPTI_SUCCESS) {
+      kinds_ = i;
+      stop();
       available_ = false;
       reason_ = cupti_error(r, "cuptiActivityEnable");
       return;
     }
   }
+  kinds_ = want;
   {
     std::lock_guard<std::mutex> l(g_mutex);
     raw_.clear();
@@ -168,6 +186,11 @@ void KernelProfiler::begin_step() {
   }
   cuptiGetTimestamp(&step_start_);
   collecting_ = true;
+}
+
+void KernelProfiler::stop() {
+  for (size_t i = 0; i < kinds_; ++i) cuptiActivityDisable(kKinds[i]);
+  kinds_ = 0;
 }
 
 KernelProfiler::NodeScope::NodeScope(bool on, int node) : on_(on) {
@@ -211,7 +234,6 @@ StepGpuTime KernelProfiler::end_step(cudaStream_t s, const CaptureMap* graph) {
   }
   sync_bounded(s, "the step before reading its kernel records");
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   collecting_ = false;
   std::lock_guard<std::mutex> l(g_mutex);
   std::vector<Raw> raw;

@@ -55,11 +55,14 @@ class KernelProfiler {
   bool available() const { return available_; }
   const std::string& reason() const { return reason_; }
 
-  // Starts collecting (enables the activity kinds) and notes the step start.
-  void begin_step();
+  // Starts collecting (enables the activity kinds) and notes the step start; `graph`: the step
+  // is a graph replay (attributed through its capture map, not external correlation ids).
+  void begin_step(bool graph);
   // Stops collecting once the stream is idle and returns the step's kernels, attributed with
-  // `graph` for graph replays (null for eager steps). Step-relative times.
+  // `graph` for graph replays (null for eager steps). Step-relative times. The activity kinds
+  // stay enabled for the next recorded step: stop() disables them before unrecorded work.
   StepGpuTime end_step(cudaStream_t s, const CaptureMap* graph);
+  void stop();
 
   // Eager attribution: kernels launched while a NodeScope is alive carry the node id.
   class NodeScope {
@@ -91,6 +94,7 @@ class KernelProfiler {
   bool available_ = false;
   std::string reason_;
   bool collecting_ = false;
+  size_t kinds_ = 0;  // the leading kKinds enabled
   uint64_t step_start_ = 0;
   std::vector<Raw> raw_;
   std::map<uint32_t, int64_t> external_;  // correlation id -> pushed id

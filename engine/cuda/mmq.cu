@@ -18,9 +18,9 @@
 //
 // CTA tile: 16*A weight rows x 64 tokens (A = 4, 2, 1: 64, 32, 16 rows), K in steps of 256
 // elements (8 Q8_1 blocks, one K-quant super-block). 12 warps (384 threads), specialised:
-//   * 4 loader warps fill the next K step's stage: the activation codes by cp.async (4 bytes,
-//     zero-filled past nt / past the row), their (d_a, s_a), and the weights unpacked by
-//     load_weight_tile (every format to int8 codes + scales, exactly as before);
+//   * 4 loader warps fill the next K step's stage: the activation codes (4-byte loads, zeros
+//     past nt / past the row), their (d_a, s_a), and the weights unpacked by load_weight_tile
+//     (every format to int8 codes + scales, exactly as before), all by plain st.shared;
 //   * 8 math warps run the tensor cores on the other stage.
 // Two stages in shared memory, handed over with named barriers (kBarFull + s: stage s filled,
 // kBarEmpty + s: stage s read). A CTA's K loop is a chain of dependent steps; with one stage
@@ -219,38 +219,34 @@ __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint
   }
 }
 
-// 4 bytes global -> shared without registers (cp.async; src_size 0: the 4 bytes are zero-filled
-// and nothing is read). Complete and visible to this thread after cp_async_wait_all, to the
-// other threads after a barrier that follows it.
-__device__ __forceinline__ void cp_async4(int* dst, const void* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // Activation tile: tokens tok0.., Q8_1 blocks kb0..kb0+7 (zeros past nt or past the row). The
-// codes go by cp.async (the caller waits for them before it signals the stage full), so a
-// loader thread does not hold 32 loads in registers. Thread-to-data: 4096 ints, 32 per loader
-// thread: thread lt always takes int i = lt % 64 of a token's 8 blocks (block i / 8, word i % 8),
-// for tokens lt / 64 + 2*it; a warp covers 32 consecutive ints of one token (conflict-free
-// stores; 4 blocks of 36 contiguous bytes in global memory). 512 (d, s) pairs, 4 per thread, a
-// token's 8 blocks on 8 consecutive threads (288 contiguous bytes).
+// codes go through registers and st.shared like the weights (4-byte cp.async copies made the
+// whole prefill ~18 % slower on the H200: docs/benchmarks.md).
+// A block is 36 bytes, so its codes are only 4-byte aligned: 4-byte loads, all 32 of a thread
+// issued before its stores (one global latency per stage; fits the 80 registers, no spills).
+// Thread-to-data: 4096 ints, 32 per loader thread: thread lt always takes int i = lt % 64 of a
+// token's 8 blocks (block i / 8, word i % 8), for tokens lt / 64 + 2*it; a warp covers 32
+// consecutive ints of one token (conflict-free stores; 4 blocks of 36 contiguous bytes in global
+// memory). 512 (d, s) pairs, 4 per thread, a token's 8 blocks on 8 consecutive threads (288
+// contiguous bytes).
 __device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kStride], float2 (&xds)[kTileTok][kTileBlocks + 1],
                                               const BlockQ8_1* __restrict__ x, int64_t tok0, int64_t nt,
                                               int64_t nb, int64_t kb0, int lt) {
   static_assert(kLoadThreads % kTileInts == 0 && kLoadThreads % kTileBlocks == 0);
+  static_assert(sizeof(BlockQ8_1) % 4 == 0);
   {
+    constexpr int kIters = kTileTok * kTileInts / kLoadThreads, kTokStep = kLoadThreads / kTileInts;
     const int i = lt % kTileInts, kb = i / 8, tk0 = lt / kTileInts;
-    const bool kb_in_row = kb0 + kb < nb;
-#pragma unroll 1  // cp.async issue only: unrolling buys nothing and costs address registers
-    for (int it = 0; it < kTileTok * kTileInts / kLoadThreads; ++it) {
-      const int tk = tk0 + it * (kLoadThreads / kTileInts);
-      const int64_t tok = tok0 + tk;
-      const bool valid = tok < nt && kb_in_row;
-      const void* src = valid ? static_cast<const void*>(reinterpret_cast<const int*>(x[tok * nb + kb0 + kb].qs) + i % 8)
-                              : static_cast<const void*>(x);
-      cp_async4(&xq[tk][i], src, valid);
-    }
+    // Tokens of the tile that exist (0: block kb is past the row). The pointer steps from load to
+    // load: recomputing the 64-bit address each time cost ~30 more instructions per load.
+    const int n_tok = kb0 + kb < nb ? static_cast<int>(nt - tok0 < kTileTok ? nt - tok0 : kTileTok) : 0;
+    const int64_t step = kTokStep * nb * static_cast<int64_t>(sizeof(BlockQ8_1) / 4);  // in ints
+    const int* src = reinterpret_cast<const int*>(x[(tok0 + tk0) * nb + kb0 + kb].qs) + i % 8;
+    int v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it, src += step) v[it] = tk0 + it * kTokStep < n_tok ? *src : 0;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) xq[tk0 + it * kTokStep][i] = v[it];
   }
   {
     const int kb = lt % kTileBlocks, tk0 = lt / kTileBlocks;
@@ -287,9 +283,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int64_t i = 0; i < steps; ++i) {
       const int s = static_cast<int>(i & 1);
       if (i >= 2) bar_sync<kBarEmpty>(s);  // step i-2's math is done with stage s
-      load_act_tile(stage[s].xq, stage[s].xds, x, tok0, nt, nb, i * kTileBlocks, lt);  // codes in flight
+      load_act_tile(stage[s].xq, stage[s].xds, x, tok0, nt, nb, i * kTileBlocks, lt);
       load_weight_tile<T, kRows>(stage[s], w, row0, n_out, n_in, i * kTileK, lt);
-      cp_async_wait_all();
       bar_arrive<kBarFull>(s);
     }
     return;  // no barrier after this one counts the loader warps

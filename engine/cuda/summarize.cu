@@ -1,5 +1,7 @@
-// Batched node summaries. Work is cut into chunks of kChunk elements across all tensors, so a
-// 151,936-wide logits row and a 64-wide norm row are both spread over CTAs:
+// Batched node summaries. A tensor of at most kChunk elements (every node of a decode step but
+// the logits) is summarised whole by one CTA of `small_kernel`, from a copy in shared memory:
+// one launch for all of a part's small tensors. Larger tensors are cut into chunks of kChunk
+// elements, so a 151,936-wide logits row is spread over CTAs:
 //   pass1     (one CTA per chunk)  finite min/max, sum and |x| sum in double, NaN/Inf counts, the
 //                                  chunk's largest |x| candidates, the 8-bit block scales of
 //                                  the blocks starting in the chunk
@@ -9,16 +11,18 @@
 //                                  the CPU) and the histogram over [min, max] (shared-memory
 //                                  integer counts, then integer atomics: order-independent)
 //   finalize2 (one CTA per tensor) std, and the strided value grid copied as is
-// Every floating reduction runs in a fixed order for a fixed launch shape, so the results are
-// deterministic run to run. Bins use the CPU's formula in double: floor((x - lo) * bins / (hi -
-// lo)) clamped to the last bin, so a bin count matches summarize_host exactly.
-// Outliers: each thread keeps its own top-k (|x| descending, lower index first; +-Inf largest,
-// NaN skipped), then k rounds of a block-wide arg-max pick the chunk's (and then the tensor's)
-// top-k: no sort of the whole tensor.
+// small_kernel runs the same steps in the same order within its CTA (a one-chunk tensor), so
+// both paths give the same bits. Every floating reduction runs in a fixed order for a fixed
+// launch shape, so the results are deterministic run to run. Bins use the CPU's formula in
+// double: floor((x - lo) * bins / (hi - lo)) clamped to the last bin, so a bin count matches
+// summarize_host exactly.
+// Outliers (|x| descending, lower index first; +-Inf largest, NaN skipped): a CTA's top k are
+// among its elements at or above the smallest of its warps' largest |x| (chunk_topk), which one
+// warp ranks in k rounds of a warp-wide arg-max; finalize1 ranks the chunks' candidates the
+// same way. No sort of the whole tensor, and no per-element top-k upkeep.
 #include "cuda/summarize.h"
 
-#include <cub/block/block_reduce.cuh>
-
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -77,6 +81,46 @@ struct AccCombine {
 
 __device__ Acc empty_acc() { return {0, 0, INFINITY, -INFINITY, 0, INFINITY, -INFINITY, 0, 0, 0, 0}; }
 
+constexpr int kWarps = kThreads / 32;
+
+// Block-wide reductions: a butterfly over the lanes, then thread 0 over the warps. Every thread
+// gets the result; the order is fixed, so the bits are too.
+__device__ Acc shfl_xor(const Acc& a, int m) {
+  constexpr unsigned kAll = 0xffffffffu;
+  return {__shfl_xor_sync(kAll, a.sum, m),    __shfl_xor_sync(kAll, a.abssum, m), __shfl_xor_sync(kAll, a.d_min, m),
+          __shfl_xor_sync(kAll, a.d_max, m),  __shfl_xor_sync(kAll, a.d_sum, m),  __shfl_xor_sync(kAll, a.lo, m),
+          __shfl_xor_sync(kAll, a.hi, m),     __shfl_xor_sync(kAll, a.finite, m), __shfl_xor_sync(kAll, a.nan, m),
+          __shfl_xor_sync(kAll, a.inf, m),    __shfl_xor_sync(kAll, a.blocks, m)};
+}
+
+__device__ Acc block_reduce(Acc a, Acc* warp_accs /* shared, kWarps + 1 */) {
+#pragma unroll 1
+  for (int m = 16; m > 0; m >>= 1) a = AccCombine()(a, shfl_xor(a, m));
+  if ((threadIdx.x & 31) == 0) warp_accs[threadIdx.x >> 5] = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll 1
+    for (int w = 1; w < kWarps; ++w) a = AccCombine()(a, warp_accs[w]);
+    warp_accs[kWarps] = a;
+  }
+  __syncthreads();
+  return warp_accs[kWarps];
+}
+
+__device__ double block_sum(double v, double* warp_sums /* shared, kWarps + 1 */) {
+#pragma unroll 1
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll 1
+    for (int w = 1; w < kWarps; ++w) v += warp_sums[w];
+    warp_sums[kWarps] = v;
+  }
+  __syncthreads();
+  return warp_sums[kWarps];
+}
+
 // a ranks before b: larger key, then lower index.
 __device__ bool before(const Candidate& a, const Candidate& b) {
   return a.key > b.key || (a.key == b.key && a.key >= 0 && a.index < b.index);
@@ -126,33 +170,39 @@ __device__ Candidate warp_best(Candidate c) {
 }
 
 // k rounds of a warp-wide arg-max over each lane's best remaining candidate: lane 0 writes the
-// warp's r-th largest to out[r] (key -1 when fewer exist). Every lane of the warp must call it.
-__device__ void warp_topk(const TopK& mine, Candidate* out) {
-  int head = 0;
+// warp's r-th largest to out[r] (key -1 when fewer exist). Every lane of the warp must call it;
+// each gets how many of the k exist (no read back of `out`).
+__device__ int warp_topk(const TopK& mine, Candidate* out) {
+  int head = 0, found = 0;
+#pragma unroll 1
   for (int r = 0; r < mine.k; ++r) {
     const Candidate own = mine.at(head);
     const Candidate b = warp_best(own);
     if (own.key >= 0 && own.key == b.key && own.index == b.index) ++head;  // the winner moves on
     if ((threadIdx.x & 31) == 0) out[r] = b;
+    found += b.key >= 0;
   }
+  return found;
 }
 
-constexpr int kWarps = kThreads / 32;
-
 // The block's top k into out[0..k): each warp's top k into shared memory, then warp 0 merges
-// those kWarps * k (no block-wide barrier per round). Every thread must call it.
-__device__ void block_topk(const TopK& mine, Candidate* warp_lists, Candidate* out) {
+// those kWarps * k (no block-wide barrier per round). Every thread must call it; thread 0 gets
+// how many of the k exist.
+__device__ int block_topk(const TopK& mine, Candidate* warp_lists, Candidate* out) {
   const int warp = threadIdx.x >> 5;
   warp_topk(mine, warp_lists + warp * kMaxK);
   __syncthreads();
+  int found = 0;
   if (warp == 0) {
     TopK merged;
     merged.init(mine.k);
+#pragma unroll 1
     for (int i = threadIdx.x; i < kWarps * kMaxK; i += 32)
       if (i % kMaxK < mine.k && warp_lists[i].key >= 0) merged.offer(warp_lists[i]);
-    warp_topk(merged, out);
+    found = warp_topk(merged, out);
   }
   __syncthreads();
+  return found;
 }
 
 __device__ Head* head_of(unsigned char* records, const Job& j) { return reinterpret_cast<Head*>(records + j.offset); }
@@ -168,42 +218,46 @@ __device__ Candidate* outliers_of(unsigned char* records, const Job& j) {
                                       ((grid + 7) & ~size_t(7)));
 }
 
-// f(x, i) for this thread's elements i = begin + t, begin + t + kThreads, ... < end, in index
-// order, with kBatch loads issued before the first use: a chunk's few elements per thread cost
-// one memory latency, not one each.
+// Copies data[begin, end) into x[0, end - begin) (shared memory) and waits for the whole CTA:
+// kBatch loads in flight per thread, so a chunk costs about one memory latency, and every
+// later pass over the elements reads shared memory.
 constexpr int kBatch = 8;
-template <class F>
-__device__ __forceinline__ void for_each_element(const float* data, int64_t begin, int64_t end, F f) {
-  for (int64_t base = begin + threadIdx.x; base < end; base += static_cast<int64_t>(kThreads) * kBatch) {
+__device__ void stage(const float* data, int64_t begin, int64_t end, float* x) {
+  const int n = static_cast<int>(end - begin);
+#pragma unroll 1
+  for (int base = threadIdx.x; base < n; base += kThreads * kBatch) {
     float v[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int64_t i = base + static_cast<int64_t>(u) * kThreads;
-      v[u] = i < end ? data[i] : 0.0f;
+      const int i = base + u * kThreads;
+      v[u] = i < n ? data[begin + i] : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int64_t i = base + static_cast<int64_t>(u) * kThreads;
-      if (i < end) f(v[u], i);
+      const int i = base + u * kThreads;
+      if (i < n) x[i] = v[u];
     }
   }
+  __syncthreads();
 }
 
 // The block scales d = amax/127 of the quantization blocks that START in [begin, end). One warp
 // per block (lane l reads elements l, l + 32, ... of it: coalesced), a shuffle max, and lane 0
 // adds the scale to its accumulator (the block-wide Acc reduction then combines them).
-__device__ void scale_blocks(const Job& j, int64_t begin, int64_t end, Acc& a) {
+__device__ void scale_blocks(const Job& j, const float* data, int64_t begin, int64_t end, Acc& a) {
   const int64_t bpr = (j.cols + j.scale_block - 1) / j.scale_block;  // blocks per row
   const int64_t b_lo = (begin / j.cols) * bpr, b_hi = ((end - 1) / j.cols + 1) * bpr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll 1
   for (int64_t b = b_lo + warp; b < b_hi; b += kThreads / 32) {  // the same trip count in every lane
     const int64_t row = b / bpr, c0 = (b % bpr) * j.scale_block;
     const int64_t start = row * j.cols + c0;
     if (start < begin || start >= end) continue;
     const int64_t len = min(static_cast<int64_t>(j.scale_block), j.cols - c0);
     float amax = 0;
+#pragma unroll 1
     for (int64_t i = lane; i < len; i += 32) {
-      const float v = j.data[start + i];
+      const float v = data[start + i];
       if (isfinite(v)) amax = fmaxf(amax, fabsf(v));
     }
 #pragma unroll
@@ -218,122 +272,257 @@ __device__ void scale_blocks(const Job& j, int64_t begin, int64_t end, Acc& a) {
   }
 }
 
+// An element's outlier key: |x|, Inf for +-Inf, -1 for NaN (never an outlier).
+__device__ float outlier_key(float v) { return isnan(v) ? -1.0f : (isinf(v) ? INFINITY : fabsf(v)); }
+
+// Pass 1 over this thread's elements of the staged x[0, n): the statistics and the largest key.
+__device__ void pass1_elements(const float* x, int n, Acc& a, float& kmax) {
+#pragma unroll 1
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const float v = x[i];
+    kmax = fmaxf(kmax, outlier_key(v));
+    if (isnan(v)) {
+      ++a.nan;
+    } else if (isinf(v)) {
+      ++a.inf;
+    } else {
+      a.sum += v;
+      a.abssum += fabsf(v);
+      a.lo = fminf(a.lo, v);
+      a.hi = fmaxf(a.hi, v);
+      ++a.finite;
+    }
+  }
+}
+
+// Shared memory of chunk_topk.
+constexpr int kMaxCandidates = 256;
+static_assert(kMaxK <= kWarps, "chunk_topk's bound needs a warp per outlier");
+struct TopkScratch {
+  float warp_max[kWarps];
+  unsigned int count;
+  Candidate candidates[kMaxCandidates];
+  Candidate warp_lists[kWarps * kMaxK];
+};
+
+// The top k (k <= kWarps) of the staged x[0, n), element i being the tensor's begin + i, into
+// out[0, k) (key -1 past the end); `kmax` is this thread's largest key. Every warp's largest
+// key is an element's, so at least kWarps elements reach the smallest of them, T: the top k are
+// among the elements with key >= T (a few, for real data), which one warp then ranks. With more
+// than kMaxCandidates (ties) every thread ranks its own elements instead. Keeping a top k per
+// thread for every element (the general path) costs ~0.5 us per element per thread. Thread 0
+// gets how many of the k exist.
+__device__ int chunk_topk(const float* x, int n, int64_t begin, int k, float kmax, TopkScratch& sh, Candidate* out) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) kmax = fmaxf(kmax, __shfl_xor_sync(0xffffffffu, kmax, m));
+  if (lane == 0) sh.warp_max[warp] = kmax;
+  if (threadIdx.x == 0) sh.count = 0;
+  __syncthreads();
+  float t = sh.warp_max[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) t = fminf(t, sh.warp_max[w]);
+#pragma unroll 1
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const float key = outlier_key(x[i]);
+    if (key < 0 || key < t) continue;
+    const unsigned int slot = atomicAdd(&sh.count, 1u);
+    if (slot < kMaxCandidates) sh.candidates[slot] = {begin + i, key, x[i]};
+  }
+  __syncthreads();
+  TopK top;
+  top.init(k);
+  if (sh.count > kMaxCandidates) {
+#pragma unroll 1
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const float key = outlier_key(x[i]);
+      if (key >= 0) top.offer({begin + i, key, x[i]});
+    }
+    return block_topk(top, sh.warp_lists, out);
+  }
+  int found = 0;
+  if (warp == 0) {
+#pragma unroll 1
+    for (unsigned int i = lane; i < sh.count; i += 32) top.offer(sh.candidates[i]);
+    found = warp_topk(top, out);
+  }
+  __syncthreads();
+  return found;
+}
+
+// The head from the tensor's combined pass-1 results (std and the histogram's tails come later).
+__device__ void write_head(Head* h, const Job& j, const Acc& a) {
+  const double nan = __longlong_as_double(0x7ff8000000000000ll);
+  h->count = j.n;
+  h->nan = a.nan;
+  h->inf = a.inf;
+  h->finite = a.finite;
+  h->underflow = h->overflow = 0;
+  h->min = a.finite ? a.lo : nan;
+  h->max = a.finite ? a.hi : nan;
+  h->mean = a.finite ? a.sum / static_cast<double>(a.finite) : nan;
+  h->absmean = a.finite ? a.abssum / static_cast<double>(a.finite) : nan;
+  h->std = nan;
+  h->blocks = a.blocks;
+  h->d_min = a.blocks ? a.d_min : 0;
+  h->d_max = a.blocks ? a.d_max : 0;
+  h->d_sum = a.d_sum;
+}
+
+// What pass 2 needs from pass 1: the mean and the histogram's range.
+struct Pass2Args {
+  double mean, lo, scale;
+  int bins;
+  __device__ Pass2Args(const Head& h, int bins_) : bins(bins_) {
+    const bool any_finite = h.finite > 0;
+    mean = any_finite ? h.mean : 0.0;
+    lo = any_finite ? h.min : 0.0;
+    const double hi = any_finite ? h.max : 0.0;
+    scale = hi - lo > 0 ? bins / (hi - lo) : 0.0;
+  }
+};
+
+// Pass 2 over this thread's elements of the staged x[0, n): its sum of squared deviations, its
+// +-Inf counts and its histogram counts (atomics into the block's shared bins).
+__device__ void pass2_elements(const float* x, int n, const Pass2Args& p, unsigned int* bins_shared, double& sq,
+                               unsigned int& under, unsigned int& over) {
+#pragma unroll 1
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const float v = x[i];
+    if (isnan(v)) continue;
+    if (isinf(v)) {
+      if (v < 0) ++under; else ++over;
+      continue;
+    }
+    const double d = v - p.mean;
+    sq += d * d;
+    if (p.bins > 0) {
+      long long b = static_cast<long long>((static_cast<double>(v) - p.lo) * p.scale);
+      b = b < 0 ? 0 : (b >= p.bins ? p.bins - 1 : b);
+      atomicAdd(&bins_shared[b], 1u);
+    }
+  }
+}
+
+// The strided value grid of the tensor `data`.
+__device__ void copy_grid(const Job& j, const float* data, float* grid) {
+  const int cells = j.grid_rows * j.grid_cols;
+#pragma unroll 1
+  for (int k = threadIdx.x; k < cells; k += kThreads) {
+    const int64_t r = k / j.grid_cols, col = k % j.grid_cols;
+    grid[k] = data[r * j.row_stride * j.cols + col * j.col_stride];
+  }
+}
+
+// A whole tensor of at most kChunk elements per CTA (tensor ids[blockIdx.x]): copied once into
+// shared memory, then both passes, the outliers, block scales and grid from there. Dynamic
+// shared memory: the largest tensor's elements, then the histogram's bins.
+__global__ void __launch_bounds__(kThreads) small_kernel(const Job* jobs, const int* ids, int max_n, unsigned char* records) {
+  __shared__ union {
+    Acc acc[kWarps + 1];
+    double sum[kWarps + 1];
+  } tmp;
+  __shared__ TopkScratch topk;
+  __shared__ Head head;
+  __shared__ unsigned int tails[2];  // -Inf and +Inf counts
+  extern __shared__ float staged[];
+  const Job j = jobs[ids[blockIdx.x]];
+  float* x = staged;
+  unsigned int* bins_shared = reinterpret_cast<unsigned int*>(staged + max_n);
+  const int n = static_cast<int>(j.n);
+  for (int b = threadIdx.x; b < j.bins; b += kThreads) bins_shared[b] = 0;
+  if (threadIdx.x < 2) tails[threadIdx.x] = 0;
+  stage(j.data, 0, n, x);
+  Acc a = empty_acc();
+  float kmax = -1.0f;
+  pass1_elements(x, n, a, kmax);
+  if (j.scale_block > 0 && j.n > 0) scale_blocks(j, x, 0, j.n, a);
+  a = block_reduce(a, tmp.acc);
+  Head* h = head_of(records, j);
+  if (threadIdx.x == 0) write_head(&head, j, a);
+  __syncthreads();
+  const int found = j.k > 0 ? chunk_topk(x, n, 0, j.k, kmax, topk, outliers_of(records, j)) : 0;  // ends with a barrier
+  const Pass2Args p(head, j.bins);
+  double sq = 0;
+  unsigned int under = 0, over = 0;
+  pass2_elements(x, n, p, bins_shared, sq, under, over);
+  sq = block_sum(sq, tmp.sum);
+  if (under) atomicAdd(&tails[0], under);
+  if (over) atomicAdd(&tails[1], over);
+  copy_grid(j, x, grid_of(records, j));
+  __syncthreads();
+  unsigned long long* hist = hist_of(records, j);
+  for (int b = threadIdx.x; b < j.bins; b += kThreads) hist[b] = bins_shared[b];
+  if (threadIdx.x == 0) {
+    head.underflow = tails[0];
+    head.overflow = tails[1];
+    if (head.finite > 0) head.std = sqrt(sq / static_cast<double>(head.finite));
+    head.n_outliers = found;
+    *h = head;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) pass1_kernel(const Job* jobs, const int* chunk_job, int chunk0,
                                                          Partial* partials, Candidate* candidates) {
-  using Reduce = cub::BlockReduce<Acc, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  __shared__ Candidate warp_lists[kWarps * kMaxK];
+  __shared__ Acc tmp[kWarps + 1];
+  __shared__ TopkScratch topk;
+  __shared__ float x[kChunk];
   const int c = chunk0 + static_cast<int>(blockIdx.x);
   const Job j = jobs[chunk_job[c]];
   const int64_t begin = (c - j.first_chunk) * kChunk, end = min(j.n, begin + kChunk);
+  stage(j.data, begin, end, x);
   Acc a = empty_acc();
-  TopK top;
-  top.init(j.k);
-  for_each_element(j.data, begin, end, [&](float x, int64_t i) {
-    if (isnan(x)) {
-      ++a.nan;
-    } else if (isinf(x)) {
-      ++a.inf;
-      top.offer({i, INFINITY, x});
-    } else {
-      a.sum += x;
-      a.abssum += fabsf(x);
-      a.lo = fminf(a.lo, x);
-      a.hi = fmaxf(a.hi, x);
-      ++a.finite;
-      top.offer({i, fabsf(x), x});
-    }
-  });
-  if (j.scale_block > 0 && begin < end) scale_blocks(j, begin, end, a);
-  a = Reduce(tmp).Reduce(a, AccCombine());
+  float kmax = -1.0f;
+  const int n = static_cast<int>(end - begin);
+  pass1_elements(x, n, a, kmax);
+  if (j.scale_block > 0 && begin < end) scale_blocks(j, j.data, begin, end, a);
+  a = block_reduce(a, tmp);
   if (threadIdx.x == 0) partials[c].acc = a;
-  if (j.k > 0) block_topk(top, warp_lists, candidates + static_cast<int64_t>(c) * kMaxK);
+  if (j.k > 0) chunk_topk(x, n, begin, j.k, kmax, topk, candidates + static_cast<int64_t>(c) * kMaxK);
 }
 
-__global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, int job0, const Partial* partials,
+__global__ void __launch_bounds__(kThreads) finalize1_kernel(const Job* jobs, const int* ids, const Partial* partials,
                                                              const Candidate* candidates, unsigned char* records) {
-  using Reduce = cub::BlockReduce<Acc, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ Acc tmp[kWarps + 1];
   __shared__ Candidate warp_lists[kWarps * kMaxK];
-  const Job j = jobs[job0 + static_cast<int>(blockIdx.x)];
+  const Job j = jobs[ids[blockIdx.x]];
   Acc a = empty_acc();
   TopK top;
   top.init(j.k);
-  for (int i = threadIdx.x; i < j.n_chunks; i += kThreads) {
-    const int c = j.first_chunk + i;
-    a = AccCombine()(a, partials[c].acc);
-    for (int r = 0; r < j.k; ++r) {
-      const Candidate& x = candidates[static_cast<int64_t>(c) * kMaxK + r];
-      if (x.key >= 0) top.offer(x);
-    }
+#pragma unroll 1
+  for (int i = threadIdx.x; i < j.n_chunks; i += kThreads) a = AccCombine()(a, partials[j.first_chunk + i].acc);
+  // The chunks' candidates spread over the threads (an offer per element costs: see chunk_topk).
+#pragma unroll 1
+  for (int i = threadIdx.x; i < j.n_chunks * j.k; i += kThreads) {
+    const Candidate& x = candidates[static_cast<int64_t>(j.first_chunk + i / j.k) * kMaxK + i % j.k];
+    if (x.key >= 0) top.offer(x);
   }
-  a = Reduce(tmp).Reduce(a, AccCombine());
+  a = block_reduce(a, tmp);
   unsigned long long* hist = hist_of(records, j);
   for (int b = threadIdx.x; b < j.bins; b += kThreads) hist[b] = 0;
   Head* h = head_of(records, j);
-  if (threadIdx.x == 0) {
-    const double nan = __longlong_as_double(0x7ff8000000000000ll);
-    h->count = j.n;
-    h->nan = a.nan;
-    h->inf = a.inf;
-    h->finite = a.finite;
-    h->underflow = h->overflow = 0;
-    h->min = a.finite ? a.lo : nan;
-    h->max = a.finite ? a.hi : nan;
-    h->mean = a.finite ? a.sum / static_cast<double>(a.finite) : nan;
-    h->absmean = a.finite ? a.abssum / static_cast<double>(a.finite) : nan;
-    h->std = nan;
-    h->blocks = a.blocks;
-    h->d_min = a.blocks ? a.d_min : 0;
-    h->d_max = a.blocks ? a.d_max : 0;
-    h->d_sum = a.d_sum;
-  }
+  if (threadIdx.x == 0) write_head(h, j, a);
   __syncthreads();
-  if (j.k > 0) {
-    Candidate* out = outliers_of(records, j);
-    block_topk(top, warp_lists, out);
-    if (threadIdx.x == 0) {
-      long long n = 0;
-      while (n < j.k && out[n].key >= 0) ++n;
-      h->n_outliers = n;
-    }
-  } else if (threadIdx.x == 0) {
-    h->n_outliers = 0;
-  }
+  const int found = j.k > 0 ? block_topk(top, warp_lists, outliers_of(records, j)) : 0;
+  if (threadIdx.x == 0) h->n_outliers = found;
 }
 
 __global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const int* chunk_job, int chunk0,
                                                          Partial* partials, unsigned char* records) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  extern __shared__ unsigned int bins_shared[];
+  __shared__ double tmp[kWarps + 1];
+  extern __shared__ float x[];  // the chunk, then the histogram's bins
+  unsigned int* bins_shared = reinterpret_cast<unsigned int*>(x + kChunk);
   const int c = chunk0 + static_cast<int>(blockIdx.x);
   const Job j = jobs[chunk_job[c]];
   Head* h = head_of(records, j);
-  const bool any_finite = h->finite > 0;
-  const double mean = any_finite ? h->mean : 0.0;
-  const double lo = any_finite ? h->min : 0.0, hi = any_finite ? h->max : 0.0;
-  const double scale = hi - lo > 0 ? j.bins / (hi - lo) : 0.0;
+  const Pass2Args p(*h, j.bins);
   for (int b = threadIdx.x; b < j.bins; b += kThreads) bins_shared[b] = 0;
-  __syncthreads();
   const int64_t begin = (c - j.first_chunk) * kChunk, end = min(j.n, begin + kChunk);
+  stage(j.data, begin, end, x);
   double sq = 0;
   unsigned int under = 0, over = 0;
-  for_each_element(j.data, begin, end, [&](float x, int64_t) {
-    if (isnan(x)) return;
-    if (isinf(x)) {
-      if (x < 0) ++under; else ++over;
-      return;
-    }
-    const double d = x - mean;
-    sq += d * d;
-    if (j.bins > 0) {
-      long long b = static_cast<long long>((static_cast<double>(x) - lo) * scale);
-      b = b < 0 ? 0 : (b >= j.bins ? j.bins - 1 : b);
-      atomicAdd(&bins_shared[b], 1u);
-    }
-  });
-  sq = Reduce(tmp).Sum(sq);
+  pass2_elements(x, static_cast<int>(end - begin), p, bins_shared, sq, under, over);
+  sq = block_sum(sq, tmp);
   if (threadIdx.x == 0) partials[c].sumsq = sq;
   if (under) atomicAdd(reinterpret_cast<unsigned long long*>(&h->underflow), static_cast<unsigned long long>(under));
   if (over) atomicAdd(reinterpret_cast<unsigned long long*>(&h->overflow), static_cast<unsigned long long>(over));
@@ -343,22 +532,16 @@ __global__ void __launch_bounds__(kThreads) pass2_kernel(const Job* jobs, const 
     if (bins_shared[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(bins_shared[b]));
 }
 
-__global__ void __launch_bounds__(kThreads) finalize2_kernel(const Job* jobs, int job0, const Partial* partials,
+__global__ void __launch_bounds__(kThreads) finalize2_kernel(const Job* jobs, const int* ids, const Partial* partials,
                                                              unsigned char* records) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const Job j = jobs[job0 + static_cast<int>(blockIdx.x)];
+  __shared__ double tmp[kWarps + 1];
+  const Job j = jobs[ids[blockIdx.x]];
   double sq = 0;
   for (int i = threadIdx.x; i < j.n_chunks; i += kThreads) sq += partials[j.first_chunk + i].sumsq;
-  sq = Reduce(tmp).Sum(sq);
+  sq = block_sum(sq, tmp);
   Head* h = head_of(records, j);
   if (threadIdx.x == 0 && h->finite > 0) h->std = sqrt(sq / static_cast<double>(h->finite));
-  float* grid = grid_of(records, j);
-  const int cells = j.grid_rows * j.grid_cols;
-  for (int k = threadIdx.x; k < cells; k += kThreads) {
-    const int64_t r = k / j.grid_cols, col = k % j.grid_cols;
-    grid[k] = j.data[r * j.row_stride * j.cols + col * j.col_stride];
-  }
+  copy_grid(j, j.data, grid_of(records, j));
 }
 
 size_t align8(size_t n) { return (n + 7) & ~size_t(7); }
@@ -372,10 +555,10 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
   if (outliers < 0 || outliers > kMaxOutliers)
     fail("device summaries: ", outliers, " outliers per tensor (at most ", kMaxOutliers, ")");
   std::vector<Job> jobs;
-  std::vector<int> chunk_job;
+  std::vector<int> chunk_job, small, large;
   size_t offset = 0;
   for (const SummaryTensor& t : tensors) {
-    Layout l{t.rows, t.cols, 1, 1, 0, 0, t.scale_block, offset, static_cast<int>(chunk_job.size()), 0};
+    Layout l{t.rows, t.cols, 1, 1, 0, 0, t.scale_block, offset, static_cast<int>(chunk_job.size()), 0, 0, 0};
     if (spec.grid_rows > 0 && spec.grid_cols > 0 && t.rows > 0 && t.cols > 0) {
       l.row_stride = grid_stride(t.rows, spec.grid_rows);
       l.col_stride = grid_stride(t.cols, spec.grid_cols);
@@ -385,8 +568,13 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
     if (t.scale_block > 0 && t.cols < t.scale_block)
       fail("device summaries: block scales of ", t.scale_block, "-element blocks over rows of ", t.cols);
     const int64_t n = t.rows * t.cols;
-    const int n_chunks = static_cast<int>((n + kChunk - 1) / kChunk);
+    // Only the pass kernels' tensors are cut into chunks; a small one is one small_kernel CTA.
+    const bool is_small = n <= kChunk;
+    const int n_chunks = is_small ? 0 : static_cast<int>((n + kChunk - 1) / kChunk);
     l.n_chunks = n_chunks;
+    l.small_before = static_cast<int>(small.size());
+    l.large_before = static_cast<int>(large.size());
+    (is_small ? small : large).push_back(static_cast<int>(jobs.size()));
     jobs.push_back(Job{t.data, n, t.rows, t.cols, l.row_stride, l.col_stride, l.grid_rows, l.grid_cols, spec.hist_bins,
                        static_cast<int>(chunk_job.size()), n_chunks, outliers, t.scale_block, offset});
     chunk_job.insert(chunk_job.end(), static_cast<size_t>(n_chunks), static_cast<int>(jobs.size() - 1));
@@ -398,8 +586,12 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
   }
   record_bytes_ = std::max<size_t>(offset, 8);
   n_chunks_ = static_cast<int>(chunk_job.size());
+  n_small_ = static_cast<int>(small.size());
+  n_large_ = static_cast<int>(large.size());
   const size_t chunks = std::max<size_t>(chunk_job.size(), 1);
   jobs_.alloc(std::max<size_t>(jobs.size(), 1) * sizeof(Job), "device summaries (job list)");
+  // Small then large tensor ids, each in tensor order: a range of tensors is a range of each.
+  ids_.alloc(std::max<size_t>(jobs.size(), 1) * sizeof(int), "device summaries (tensor lists)");
   chunk_job_.alloc(chunks * sizeof(int), "device summaries (chunk list)");
   partials_.alloc(chunks * sizeof(Partial), "device summaries (partials)");
   candidates_.alloc(chunks * kMaxK * sizeof(Candidate), "device summaries (outlier candidates)");
@@ -407,6 +599,12 @@ DeviceSummaries::DeviceSummaries(const std::vector<SummaryTensor>& tensors, cons
   if (!jobs.empty()) CUDA_CHECK(cudaMemcpy(jobs_.get(), jobs.data(), jobs.size() * sizeof(Job), cudaMemcpyHostToDevice));
   if (!chunk_job.empty())
     CUDA_CHECK(cudaMemcpy(chunk_job_.get(), chunk_job.data(), chunk_job.size() * sizeof(int), cudaMemcpyHostToDevice));
+  small.insert(small.end(), large.begin(), large.end());
+  if (!small.empty()) CUDA_CHECK(cudaMemcpy(ids_.get(), small.data(), small.size() * sizeof(int), cudaMemcpyHostToDevice));
+  // A staged tensor or chunk and the bins may pass the default 48 KB of dynamic shared memory.
+  const int most = static_cast<int>(sizeof(float) * (kChunk + kMaxBins));
+  CUDA_CHECK(cudaFuncSetAttribute(small_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
+  CUDA_CHECK(cudaFuncSetAttribute(pass2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
   for (int s = 0; s < 2; ++s) {
     CUDA_CHECK(cudaMallocHost(&host_[s], record_bytes_));
     CUDA_CHECK(cudaEventCreateWithFlags(&copied_[s], cudaEventDisableTiming));
@@ -422,31 +620,51 @@ DeviceSummaries::~DeviceSummaries() {
 
 void DeviceSummaries::enqueue(cudaStream_t s) { enqueue(s, 0, layout_.size()); }
 
-void DeviceSummaries::enqueue(cudaStream_t s, size_t first, size_t end) {
+void DeviceSummaries::enqueue(cudaStream_t s, size_t first, size_t end) { enqueue(s, s, first, end); }
+
+std::array<int, 4> DeviceSummaries::id_ranges(size_t first, size_t end) const {
   if (first > end || end > layout_.size())
     fail("device summaries: tensor range [", first, ", ", end, ") outside the ", layout_.size(), " tensors");
-  if (first == end) return;
-  const unsigned jobs = static_cast<unsigned>(end - first);
-  const int job0 = static_cast<int>(first);
-  // The range's chunks are contiguous: tensor i owns [first_chunk, first_chunk + n_chunks).
-  const int chunk0 = layout_[first].first_chunk;
-  const int chunks = layout_[end - 1].first_chunk + layout_[end - 1].n_chunks - chunk0;
+  auto small_at = [&](size_t i) { return i < layout_.size() ? layout_[i].small_before : n_small_; };
+  auto large_at = [&](size_t i) { return i < layout_.size() ? layout_[i].large_before : n_large_; };
+  return {small_at(first), small_at(end), large_at(first), large_at(end)};
+}
+
+std::array<bool, 2> DeviceSummaries::streams_used(size_t first, size_t end) const {
+  const auto [s0, s1, l0, l1] = id_ranges(first, end);
+  return {s1 > s0, l1 > l0};
+}
+
+void DeviceSummaries::enqueue(cudaStream_t small, cudaStream_t chunked, size_t first, size_t end) {
+  // Tensors [first, end) are small ids [s0, s1) and large ids [l0, l1) of their lists.
+  const auto [s0, s1, l0, l1] = id_ranges(first, end);
   const Job* j = jobs_.as<Job>();
   auto* rec = records_.as<unsigned char>();
+  const int* ids = ids_.as<int>();
+  if (s1 > s0) {
+    int64_t max_n = 0;
+    for (size_t i = first; i < end; ++i)
+      if (layout_[i].n_chunks == 0) max_n = std::max(max_n, layout_[i].rows * layout_[i].cols);
+    const size_t shared = sizeof(float) * static_cast<size_t>(max_n + spec_.hist_bins);
+    small_kernel<<<static_cast<unsigned>(s1 - s0), kThreads, shared, small>>>(j, ids + s0, static_cast<int>(max_n), rec);
+    check_launch("summary_small_kernel", small);
+  }
+  if (l1 == l0) return;
+  // The chunks of a range of tensors are contiguous (only the large tensors have any).
+  const int chunk0 = layout_[first].first_chunk;
+  const int chunks = (end < layout_.size() ? layout_[end].first_chunk : n_chunks_) - chunk0;
+  const unsigned jobs = static_cast<unsigned>(l1 - l0);
+  const int* large_ids = ids + n_small_ + l0;
   auto* cand = candidates_.as<Candidate>();
-  if (chunks > 0) {
-    pass1_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), cand);
-    check_launch("summary_pass1_kernel", s);
-  }
-  finalize1_kernel<<<jobs, kThreads, 0, s>>>(j, job0, partials_.as<Partial>(), cand, rec);
-  check_launch("summary_finalize1_kernel", s);
-  if (chunks > 0) {
-    const size_t shared = sizeof(unsigned int) * static_cast<size_t>(spec_.hist_bins);
-    pass2_kernel<<<static_cast<unsigned>(chunks), kThreads, shared, s>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), rec);
-    check_launch("summary_pass2_kernel", s);
-  }
-  finalize2_kernel<<<jobs, kThreads, 0, s>>>(j, job0, partials_.as<Partial>(), rec);
-  check_launch("summary_finalize2_kernel", s);
+  pass1_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, chunked>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), cand);
+  check_launch("summary_pass1_kernel", chunked);
+  finalize1_kernel<<<jobs, kThreads, 0, chunked>>>(j, large_ids, partials_.as<Partial>(), cand, rec);
+  check_launch("summary_finalize1_kernel", chunked);
+  const size_t shared = sizeof(float) * static_cast<size_t>(kChunk + spec_.hist_bins);
+  pass2_kernel<<<static_cast<unsigned>(chunks), kThreads, shared, chunked>>>(j, chunk_job_.as<int>(), chunk0, partials_.as<Partial>(), rec);
+  check_launch("summary_pass2_kernel", chunked);
+  finalize2_kernel<<<jobs, kThreads, 0, chunked>>>(j, large_ids, partials_.as<Partial>(), rec);
+  check_launch("summary_finalize2_kernel", chunked);
 }
 
 void DeviceSummaries::copy_to_host(cudaStream_t s, int slot) {

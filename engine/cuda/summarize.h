@@ -1,12 +1,14 @@
 // Node summaries computed on the device: the statistics, value grid and histogram of
 // cpu/summarize.h (summarize_host is the CPU twin and defines every rule), the largest |x|
 // (outliers_host) and, for a matmul's activation, the 8-bit block scales (block_scales_host;
-// both in exec/tensor_compare.h), for a list of tensors (or a range of it) at once, in four
-// kernels whatever the number of tensors, so a traced decode step stays one CUDA graph. Results land in one device record buffer that the caller copies to pinned host
+// both in exec/tensor_compare.h), for a list of tensors (or a range of it) at once, in one kernel
+// for the small tensors and four for the large, whatever their number, so a traced decode step
+// stays one CUDA graph. Results land in one device record buffer that the caller copies to pinned host
 // memory (copy_to_host), one slot per step parity, so reading step N never blocks step N+1.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -37,11 +39,15 @@ class DeviceSummaries {
   size_t tensors() const { return layout_.size(); }
   size_t record_bytes() const { return record_bytes_; }
 
-  // The four summary kernels (graph-capturable; fixed pointers, no host work per launch).
+  // The summary kernels (graph-capturable; fixed pointers, no host work per launch).
   void enqueue(cudaStream_t s);
   // The same for tensors [first, end) only: a traced step summarises each part of its graph as
   // soon as that part is computed, beside the rest of the step (cuda_backend.cpp).
   void enqueue(cudaStream_t s, size_t first, size_t end);
+  // The same with the small tensors' kernel on `small` and the chunked tensors' on `chunked`
+  // (streams that may run side by side); streams_used says which of the two get work.
+  void enqueue(cudaStream_t small, cudaStream_t chunked, size_t first, size_t end);
+  std::array<bool, 2> streams_used(size_t first, size_t end) const;
   // Copies the records into host slot (0 or 1) and marks it; not graph-captured, so each step
   // can alternate slots.
   void copy_to_host(cudaStream_t s, int slot);
@@ -55,15 +61,18 @@ class DeviceSummaries {
     int64_t rows, cols, row_stride, col_stride;
     int grid_rows, grid_cols, scale_block;
     size_t offset;  // bytes into the record buffer
-    int first_chunk, n_chunks;  // its chunks of the pass kernels
+    int first_chunk, n_chunks;  // its chunks of the pass kernels (none: a small_kernel tensor)
+    int small_before, large_before;  // small / chunked tensors before it
   };
   const unsigned char* record(int slot, size_t i) const;
+  // Tensors [first, end) as small ids [0], [1] and chunked ids [2], [3] of their lists.
+  std::array<int, 4> id_ranges(size_t first, size_t end) const;
   SummarySpec spec_;
   int outliers_ = 0;
   std::vector<Layout> layout_;
   size_t record_bytes_ = 0;
-  int n_chunks_ = 0;
-  DeviceBuffer jobs_, chunk_job_, partials_, candidates_, records_;
+  int n_chunks_ = 0, n_small_ = 0, n_large_ = 0;
+  DeviceBuffer jobs_, ids_, chunk_job_, partials_, candidates_, records_;
   unsigned char* host_[2] = {nullptr, nullptr};  // pinned
   cudaEvent_t copied_[2] = {nullptr, nullptr};
   mutable bool arrived_[2] = {false, false};     // the slot's copy is known complete

@@ -136,11 +136,11 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
       expect_summary_of(a.summaries[s][i], a.tensors[s][i], n, pt.spec, "step " + std::to_string(s) + " node " + n.name);
     }
     if (!cupti) continue;
-    // Four summary kernels per part of the step's summaries (cuda_backend.cpp forks them in at
-    // most 7 parts as the step writes its nodes); the logits summary is not asked for here.
-    EXPECT_EQ(recorder_kernels % 4, 0) << "step " << s << ": " << recorder_kernels << " summary kernels";
-    EXPECT_GE(recorder_kernels, 4) << "step " << s;
-    EXPECT_LE(recorder_kernels, 28) << "step " << s;
+    // Per part of the step's summaries (cuda_backend.cpp forks them in at most 8 parts as the
+    // step writes its nodes): one kernel for its small tensors, four for its large ones; the
+    // logits summary is not asked for here.
+    EXPECT_GE(recorder_kernels, 1) << "step " << s;
+    EXPECT_LE(recorder_kernels, 8 * 5) << "step " << s;
     EXPECT_GE(a.gpu[s].event_ms, a.gpu[s].gpu_ms * 0.9) << "step " << s << ": kernel span exceeds the event-timed step";
     EXPECT_GT(a.gpu[s].busy_ms, 0) << "step " << s;
     EXPECT_LE(a.gpu[s].busy_ms, a.gpu[s].gpu_ms + 1e-9) << "step " << s;

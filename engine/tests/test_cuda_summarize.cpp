@@ -1,7 +1,8 @@
 // Device node summaries (engine/cuda/summarize.cu) against summarize_host on the same tensors,
 // all summarised in ONE batch (as a traced step does): random values with planted outliers,
 // NaN, +Inf and -Inf, a constant tensor (hi == lo), an all-NaN tensor, a 1 x 151936 logits row
-// (many chunks), a prefill-shaped 17 x 4864 tensor and odd shapes; several recorder specs.
+// (many chunks), a prefill-shaped 17 x 4864 tensor, both sides of the one-CTA limit (8192
+// elements) and odd shapes; several recorder specs.
 // Also the largest-|x| outliers (outliers_host) and the 8-bit block scales (block_scales_host),
 // with a planted run of equal |x| values for the tie rule.
 // Tolerances: min, max, counts, grid values, histogram counts and outliers exactly equal; mean,
@@ -58,6 +59,16 @@ std::vector<Case> cases() {
   cs.push_back({"all nan 2x9", 2, 9, std::vector<float>(18, nan)});
   cs.push_back({"only infinities 1x4", 1, 4, {inf, -inf, inf, nan}});
   add("tall 300x5", 300, 5, 1.0f);
+  // The largest tensor one CTA summarises whole (small_kernel), and the smallest one cut into chunks.
+  auto* edge = add("one-CTA limit 1x8192", 1, 8192, 1.5f);
+  (*edge)[8191] = -inf;
+  (*edge)[4000] = 40.0f;
+  add("two chunks 2x4097", 2, 4097, 1.5f);
+  // Equal |x| everywhere: more outlier candidates than one warp ranks (the general path).
+  cs.push_back({"constant 1x4000", 1, 4000, std::vector<float>(4000, -1.25f)});
+  std::vector<float> signs(20000, 0.75f);
+  for (size_t i = 0; i < signs.size(); i += 3) signs[i] = -0.75f;
+  cs.push_back({"equal |x| 1x20000", 1, 20000, signs});
   add("one element", 1, 1, 1.0f);
   return cs;
 }

@@ -2,6 +2,7 @@
 // entropy / rank, number and string output, SHA-256, node and step selection, option parsing.
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -187,6 +188,37 @@ TEST(JsonOut, NumbersSixDigitsNonFiniteNullAndUtf8) {
   EXPECT_EQ(s, "\"a\\\"b\\n\\u0001\xEF\xBF\xBD\xEF\xBF\xBD\"");
   EXPECT_EQ(sanitize_utf8("h\xC3\xA9llo \xF0\x9F\x98\x80"), "h\xC3\xA9llo \xF0\x9F\x98\x80");
   EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong encoding
+}
+
+// append_number's fixed-notation shortcut gives exactly what the general conversion gives:
+// random floats and doubles across the magnitudes it covers and beyond, each power of ten and
+// its neighbours, and values on a rounding tie of the sixth digit.
+TEST(JsonOut, NumbersEqualTheGeneralConversion) {
+  auto general = [](double v) {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+    return std::string(buf, r.ptr);
+  };
+  std::vector<double> vs = {0.0, -0.0, 1.0, -1.0, 0.5, 999999.5, 999999.4, 99999.95, 9.999995, 0.000099999949,
+                            0.00009999995, 0.0001, 123456.5, 1.234565, 2.5e-5};
+  for (int e = -6; e <= 7; ++e) {
+    const double p = std::pow(10.0, e);
+    vs.insert(vs.end(), {p, std::nextafter(p, 0.0), std::nextafter(p, 1e300), -p});
+    for (int d = 1; d < 10; ++d) vs.push_back((d + 0.5e-5) * p);  // ties of the sixth digit
+  }
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> mant(1.0, 10.0);
+  std::uniform_int_distribution<int> exp10(-7, 7);
+  for (int i = 0; i < 200000; ++i) {
+    const double v = mant(rng) * std::pow(10.0, exp10(rng)) * (i % 3 ? 1 : -1);
+    vs.push_back(v);
+    vs.push_back(static_cast<float>(v));  // a trace's values are mostly floats
+  }
+  for (double v : vs) {
+    std::string o;
+    append_number(o, v);
+    ASSERT_EQ(o, general(v)) << "value " << std::hexfloat << v;
+  }
 }
 
 TEST(Sha256, KnownVectors) {
