@@ -1,6 +1,5 @@
 #include "recorder.h"
 
-#include <cstdlib>
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -22,7 +22,7 @@ struct RecorderOptions {
   std::string steps = "all";  // "all", "none", "prefill", "decode", "0-3,10", "5-"
   bool stats_only = false;    // no grids, no histograms
   int outliers = 8;           // largest-|x| elements kept per node record (0: none)
-  // Steps whose GPU kernels are recorded one by one (CUPTI: ~1.3 ms more per 0.5b decode step);
+  // Steps whose GPU kernels are recorded one by one (CUPTI: ~1.2 ms more per 0.5b decode step);
   // every other recorded step gets its GPU time from a pair of events. Same syntax as steps. By
   // default the prompt's prefill and the first decode step: every later decode step replays the
   // same CUDA graph, so the first one's kernels stand for theirs.

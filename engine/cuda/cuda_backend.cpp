@@ -167,10 +167,10 @@ struct CudaBackend::Impl {
   bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
   bool chain;   // decode steps fed the previous step's argmax on the device (MINFER_CUDA_CHAIN=0: off)
   cudaStream_t stream = nullptr;
-  // Traced steps summarise their nodes on a stream forked from `stream` (in the captured graph:
-  // a parallel branch), part by part as the step computes them (enqueue, join_summaries).
-  // The summaries' streams: one for the small tensors, one for the chunked ones (the logits), so
-  // the last part's two run side by side after the LM head.
+  // Traced steps summarise their nodes on streams forked from `stream` (in the captured graph:
+  // parallel branches), part by part as the step computes them (enqueue, join_summaries): one
+  // for the small tensors, one for the chunked ones (the logits), so the last part's two run
+  // side by side after the LM head.
   std::array<cudaStream_t, 2> side{};
   std::array<bool, 2> side_forked{};  // this step enqueued work on it (join_summaries)
   cudaEvent_t fork_ev = nullptr;
@@ -580,7 +580,7 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 
 // Every node's launches, in graph order. While CUPTI collects an eager step each node's launches
 // carry its id; during capture `cap` notes where each node's work ends. With `summaries` the
-// recorded nodes are summarised on the side stream in about kSummaryParts parts, each forked as
+// recorded nodes are summarised on the side streams in about kSummaryParts parts, each forked as
 // soon as its nodes are written, so the summaries run beside the rest of the step instead of
 // after it; join_summaries() ends the branch.
 void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries) {

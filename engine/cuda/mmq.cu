@@ -221,7 +221,7 @@ __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint
 
 // Activation tile: tokens tok0.., Q8_1 blocks kb0..kb0+7 (zeros past nt or past the row). The
 // codes go through registers and st.shared like the weights (4-byte cp.async copies made the
-// whole prefill ~18 % slower on the H200: docs/benchmarks.md).
+// whole MMQ prefill ~20 % slower on the H200: docs/benchmarks.md).
 // A block is 36 bytes, so its codes are only 4-byte aligned: 4-byte loads, all 32 of a thread
 // issued before its stores (one global latency per stage; fits the 80 registers, no spills).
 // Thread-to-data: 4096 ints, 32 per loader thread: thread lt always takes int i = lt % 64 of a
