@@ -309,9 +309,9 @@ struct TopkScratch {
 // out[0, k) (key -1 past the end); `kmax` is this thread's largest key. Every warp's largest
 // key is an element's, so at least kWarps elements reach the smallest of them, T: the top k are
 // among the elements with key >= T (a few, for real data), which one warp then ranks. With more
-// than kMaxCandidates (ties) every thread ranks its own elements instead. Keeping a top k per
-// thread for every element (the general path) costs ~0.5 us per element per thread. Thread 0
-// gets how many of the k exist.
+// than kMaxCandidates (ties) every thread ranks its own elements instead (the general path:
+// with it for every chunk, a decode step's logits pass 1 took ~30 us on the H200, ~14 us
+// without). Thread 0 gets how many of the k exist.
 __device__ int chunk_topk(const float* x, int n, int64_t begin, int k, float kmax, TopkScratch& sh, Candidate* out) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
