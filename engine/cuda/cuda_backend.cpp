@@ -131,21 +131,29 @@ struct StepPlan {
   StepSummaries summaries;                             // traced steps: node summaries on the device
   std::vector<int> act_block;                          // per node id: Impl::activation_block
   // Decode: the step as captured, per recording variant (bit 0: node summaries, bit 1: logits
-  // summary), with which node launched each captured kernel.
+  // summary, bit 2: the summaries' tail joined into the step), with which node launched each
+  // captured kernel. A traced step whose kernels CUPTI does not record leaves its tail out
+  // (`kTailJoined` unset): the summaries of the nodes written after the last in-step fork and
+  // the logits summary are `tail`, a second graph launched after the step on a side stream,
+  // which runs beside the next step (Impl::enqueue says how the next step waits for it).
   struct Captured {
     cudaGraphExec_t exec = nullptr;
+    cudaGraphExec_t tail = nullptr;  // null: the step has no deferred tail
     cuda::CaptureMap map;
   };
-  std::array<Captured, 4> graphs;
+  static constexpr unsigned kTailJoined = 4;
+  std::array<Captured, 8> graphs;
   std::unique_ptr<cuda::DeviceLogitsSummary> logits_summary;  // recorded steps: top-k, entropy
   size_t bytes = 0;
 
+  void drop_graph(unsigned v) {
+    if (graphs[v].exec) cudaGraphExecDestroy(graphs[v].exec);
+    if (graphs[v].tail) cudaGraphExecDestroy(graphs[v].tail);
+    graphs[v] = Captured{};
+  }
   void drop_graphs(unsigned with_bit) {  // the variants that include `with_bit` (0: all)
     for (unsigned v = 0; v < graphs.size(); ++v)
-      if ((with_bit == 0 || (v & with_bit)) && graphs[v].exec) {
-        cudaGraphExecDestroy(graphs[v].exec);
-        graphs[v] = Captured{};
-      }
+      if (with_bit == 0 || (v & with_bit)) drop_graph(v);
   }
   ~StepPlan() {
     drop_graphs(0);
@@ -175,6 +183,11 @@ struct CudaBackend::Impl {
   std::array<bool, 2> side_forked{};  // this step enqueued work on it (join_summaries)
   cudaEvent_t fork_ev = nullptr;
   std::array<cudaEvent_t, 2> join_ev{};
+  // A deferred tail (StepPlan::Captured::tail) runs on side[0] after its step, then copies the
+  // step's summaries to the host and records tail_done; the steps after it wait for tail_done
+  // before they rewrite what it reads (enqueue).
+  cudaEvent_t step_done = nullptr, tail_done = nullptr;
+  bool tail_in_flight = false;  // a tail was launched after the last step launched
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_workspace;
   std::unique_ptr<cuda::DeviceWeights> weights;
@@ -216,7 +229,7 @@ struct CudaBackend::Impl {
     // A chained step launched past the end of a generation may still run: nothing it uses is
     // freed before it ends.
     try {
-      if (stream) cuda::sync_bounded(stream, "the steps in flight before the backend is destroyed");
+      if (stream) sync_all("the steps in flight before the backend is destroyed");
     } catch (...) {  // a failed device: free what can be freed
     }
     if (cupti_on) cuda::KernelProfiler::get().stop();
@@ -229,7 +242,8 @@ struct CudaBackend::Impl {
     }
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
-    if (fork_ev) cudaEventDestroy(fork_ev);
+    for (cudaEvent_t e : {fork_ev, step_done, tail_done})
+      if (e) cudaEventDestroy(e);
     for (cudaEvent_t e : join_ev)
       if (e) cudaEventDestroy(e);
     for (cudaStream_t s : side)
@@ -240,13 +254,20 @@ struct CudaBackend::Impl {
   void check_weight_types() const;
   StepPlan& plan_for(const Graph& g, bool shared = false);
   bool outputs_private(const Graph& g) const;
-  void enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries);
+  // The step's stream and the side streams (a deferred tail runs on side[0]) have finished.
+  void sync_all(const char* what) {
+    cuda::sync_bounded(stream, what);
+    for (cudaStream_t s : side)
+      if (s) cuda::sync_bounded(s, what);
+  }
+  size_t enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant);
+  cudaGraphExec_t capture_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first);
   void prepare_summaries(const Graph& g, StepPlan& p);
   void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
   void join_summaries();
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
   void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
-  cudaGraphExec_t capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map);
+  void capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c);
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
@@ -265,11 +286,14 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->fork_ev, cudaEventDisableTiming));
+  for (cudaEvent_t* e : {&impl_->fork_ev, &impl_->step_done, &impl_->tail_done})
+    CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   for (size_t i = 0; i < 2; ++i) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side[i], cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev[i], cudaEventDisableTiming));
   }
+  // Recorded once with nothing before it, so the first step's wait for a tail returns at once.
+  CUDA_CHECK(cudaEventRecord(impl_->tail_done, impl_->side[0]));
   impl_->check_weight_types();
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
@@ -305,7 +329,7 @@ void CudaBackend::reserve_context(int64_t n_ctx) {
   if (n_ctx > d.m.hp.n_ctx)
     fail("context of ", n_ctx, " tokens exceeds the model's limit of ", d.m.hp.n_ctx, " (qwen2.context_length)");
   if (n_ctx <= d.n_ctx) return;
-  cuda::sync_bounded(d.stream, "the last step before growing the KV cache");
+  d.sync_all("the last step before growing the KV cache");
   const size_t bytes = static_cast<size_t>(n_ctx) * static_cast<size_t>(d.m.hp.n_embd_kv()) * sizeof(float);
   d.k_cache.resize(static_cast<size_t>(d.m.hp.n_layer));
   d.v_cache.resize(static_cast<size_t>(d.m.hp.n_layer));
@@ -331,7 +355,7 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
   // A step may still run (run_step does not wait for the previous one): plans are freed below.
-  cuda::sync_bounded(stream, "the steps in flight before a new step plan");
+  sync_all("the steps in flight before a new step plan");
   if (g.phase == Phase::Prefill)  // one prefill shape at a time: prompt lengths vary, memory does not grow
     for (auto p = plans.begin(); p != plans.end();)
       p = p->first.rfind("prefill", 0) == 0 ? plans.erase(p) : std::next(p);
@@ -579,22 +603,44 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 }
 
 // Every node's launches, in graph order. While CUPTI collects an eager step each node's launches
-// carry its id; during capture `cap` notes where each node's work ends. With `summaries` the
-// recorded nodes are summarised on the side streams in about kSummaryParts parts, each forked as
-// soon as its nodes are written, so the summaries run beside the rest of the step instead of
-// after it; join_summaries() ends the branch.
-void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, bool summaries) {
+// carry its id; during capture `cap` notes where each node's work ends. With node summaries
+// (variant bit 0) the recorded nodes are summarised on the side streams in about kSummaryParts
+// parts, each forked as soon as its nodes are written, so the summaries run beside the rest of
+// the step instead of after it; join_summaries() ends the branch. A captured variant without
+// kTailJoined leaves the last part (the nodes written after the last fork: the LM head's and a
+// few before it) to the tail graph; the return value is its first tensor (the tensor count when
+// there is none).
+// The previous step's deferred tail reads the buffers of its own last part, the logits and the
+// argmax, and its summaries' record buffer is copied to the host after it: a recorded step waits
+// for tail_done before its first fork (which writes records) and before it writes any of those
+// buffers. Every tensor of a last part lies at or past the first part's end, so the wait comes
+// after about a sixth of the step, long after the tail (~40 us) is done. (A step that records
+// nothing waits before it starts: run_step.)
+size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant) {
   constexpr size_t kSummaryParts = 6;
+  const bool summaries = variant & 1, defer_tail = cap && !(variant & StepPlan::kTailJoined);
   const std::vector<int>& node_of = p.summaries.node_of;
   const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
   std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
   p.act_q8_holds = {};  // a new step's inputs
+  bool waited = (variant & 3) == 0;
+  auto wait_for_tail = [&] {
+    if (waited) return;
+    // Captured, the wait is a node of the graph, on the tail recorded before each launch.
+    CUDA_CHECK(cudaStreamWaitEvent(stream, tail_done, cap ? cudaEventWaitExternal : cudaEventWaitDefault));
+    waited = true;
+  };
+  auto may_be_read_by_a_tail = [&](int id) {
+    if (g.node(id).op == Op::Logits) return true;
+    return summaries && p.summaries.index[static_cast<size_t>(id)] >= static_cast<int>(part);
+  };
   size_t forked = 0, ready = 0;  // tensors [0, forked) are being summarised; [0, ready) are written
   auto wrote = [&](int id) {
     if (!summaries) return;
     written[static_cast<size_t>(id)] = 1;
     while (ready < node_of.size() && written[static_cast<size_t>(node_of[ready])]) ++ready;
     if (ready - forked >= part) {
+      wait_for_tail();
       fork_summaries(p, forked, ready, cap);
       forked = ready;
     }
@@ -603,6 +649,12 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
     if (!n.executed()) continue;
     const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
     if (gi >= 0 && p.fusion.groups[static_cast<size_t>(gi)].last != n.id) continue;  // runs with its group
+    if (gi < 0) {
+      if (may_be_read_by_a_tail(n.id)) wait_for_tail();
+    } else {
+      for (int id : p.fusion.groups[static_cast<size_t>(gi)].nodes)
+        if (may_be_read_by_a_tail(id)) wait_for_tail();
+    }
     {
       cuda::KernelProfiler::NodeScope scope(profiling && !cap, n.id);
       if (gi < 0) run_node(g, n, p);
@@ -612,7 +664,11 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
     if (gi < 0) wrote(n.id);
     else for (int id : p.fusion.groups[static_cast<size_t>(gi)].nodes) wrote(id);
   }
-  if (summaries && forked < node_of.size()) fork_summaries(p, forked, node_of.size(), cap);
+  if (summaries && !defer_tail && forked < node_of.size()) {
+    wait_for_tail();
+    fork_summaries(p, forked, node_of.size(), cap);
+    forked = node_of.size();
+  }
   // The greedy token, in the step: a greedy run reads 4 bytes instead of the logits row.
   const Node& last = g.nodes.back();
   if (last.op == Op::Logits) {
@@ -621,6 +677,7 @@ void CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecord
                  p.argmax_scratch.get(), stream);
     if (cap) cap->mark(last.id);
   }
+  return forked;
 }
 
 // The device summary plan of this step's recorded nodes; rebuilt (and the traced graph
@@ -649,7 +706,7 @@ void CudaBackend::Impl::prepare_summaries(const Graph& g, StepPlan& p) {
   ss.observer = rec_observer;
   if (ss.ds && ss.ds->spec() == rec.spec && ss.ds->outliers() == k && ss.index == index) return;
   // The old summaries (and the graphs replaying them) may still be in use by a step in flight.
-  cuda::sync_bounded(stream, "the steps in flight before their node summaries are replaced");
+  sync_all("the steps in flight before their node summaries are replaced");
   ss.ds = std::make_unique<cuda::DeviceSummaries>(tensors, rec.spec, k);
   ss.index = std::move(index);
   ss.node_of = std::move(node_of);
@@ -665,7 +722,7 @@ bool CudaBackend::Impl::prepare_logits_summary(const Graph& g, StepPlan& p) {
   if (!rec_observer || last.op != Op::Logits || k < 1 || k > cuda::DeviceLogitsSummary::kMaxTopK || k > last.cols())
     return false;
   if (p.logits_summary && p.logits_summary->k() == k && p.logits_summary->n() == last.cols()) return true;
-  cuda::sync_bounded(stream, "the steps in flight before their logits summary is replaced");
+  sync_all("the steps in flight before their logits summary is replaced");
   p.logits_summary = std::make_unique<cuda::DeviceLogitsSummary>(last.cols(), k);
   p.drop_graphs(2);
   return true;
@@ -710,13 +767,25 @@ void CudaBackend::Impl::join_summaries() {
   }
 }
 
-cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, cuda::CaptureMap& map) {
+namespace {
+cudaGraphExec_t instantiate(cudaGraph_t graph, const char* what) {
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  cuda::check(e, what, __FILE__, __LINE__);
+  return exec;
+}
+}  // namespace
+
+void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c) {
   cudaGraph_t graph = nullptr;
   cuda::CaptureRecorder cap(stream);
+  const bool defer = (variant & 3) && !(variant & StepPlan::kTailJoined);
+  size_t tail_first = 0;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
-    enqueue(g, p, &cap, variant & 1);
-    if (variant & 2) enqueue_logits_summary(g, p, &cap);
+    tail_first = enqueue(g, p, &cap, variant);
+    if ((variant & 2) && !defer) enqueue_logits_summary(g, p, &cap);
     if (variant & 1) join_summaries();
   } catch (...) {
     cudaStreamEndCapture(stream, &graph);
@@ -724,17 +793,48 @@ cudaGraphExec_t CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned
     throw;
   }
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
+  c.map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
   if (variant == 0) {
     size_t n_nodes = 0;
     cudaGraphGetNodes(graph, nullptr, &n_nodes);
     decode_graph_nodes = static_cast<int64_t>(n_nodes);
   }
-  cudaGraphExec_t exec = nullptr;
-  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  cuda::check(e, "cudaGraphInstantiate (decode step)", __FILE__, __LINE__);
-  return exec;
+  c.exec = instantiate(graph, "cudaGraphInstantiate (decode step)");
+  c.tail = defer ? capture_tail(g, p, variant, tail_first) : nullptr;
+}
+
+// The deferred tail of a step captured with `variant`: the node summaries of tensors
+// [tail_first, end) (small ones on side[0], chunked ones on side[1]) and the logits summary.
+cudaGraphExec_t CudaBackend::Impl::capture_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first) {
+  const bool nodes = (variant & 1) && tail_first < p.summaries.node_of.size();
+  if (!nodes && !(variant & 2)) return nullptr;
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(side[0], cudaStreamCaptureModeThreadLocal));
+  try {
+    if (nodes) {
+      const size_t end = p.summaries.node_of.size();
+      const bool chunked = p.summaries.ds->streams_used(tail_first, end)[1];
+      if (chunked) {
+        CUDA_CHECK(cudaEventRecord(fork_ev, side[0]));
+        CUDA_CHECK(cudaStreamWaitEvent(side[1], fork_ev, 0));
+      }
+      p.summaries.ds->enqueue(side[0], side[1], tail_first, end);
+      if (chunked) {
+        CUDA_CHECK(cudaEventRecord(join_ev[1], side[1]));
+        CUDA_CHECK(cudaStreamWaitEvent(side[0], join_ev[1], 0));
+      }
+    }
+    if (variant & 2) {
+      const Node& last = g.nodes.back();
+      p.logits_summary->enqueue(out(p, last.id) + (last.rows() - 1) * last.cols(), p.argmax.as<int32_t>(), side[0]);
+    }
+  } catch (...) {
+    cudaStreamEndCapture(side[0], &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(side[0], &graph));
+  return instantiate(graph, "cudaGraphInstantiate (a step's summary tail)");
 }
 
 void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
@@ -766,7 +866,12 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   const bool summaries = d.rec.summaries && d.rec_observer;
   if (summaries) d.prepare_summaries(g, p);
   const bool logits_summary = d.prepare_logits_summary(g, p);
-  const unsigned variant = (summaries ? 1u : 0u) | (logits_summary ? 2u : 0u);
+  const bool graph = g.phase == Phase::Decode && d.graphs;
+  // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
+  d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
+  // A step whose kernels CUPTI records keeps its summaries inside it (its records then hold them).
+  unsigned variant = (summaries ? 1u : 0u) | (logits_summary ? 2u : 0u);
+  if (variant && d.profiling) variant |= StepPlan::kTailJoined;
   d.cur ^= 1;
   d.reading = d.cur;
   Impl::Slot& sl = d.slots[static_cast<size_t>(d.cur)];
@@ -778,9 +883,6 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     CUDA_CHECK(cudaEventCreate(&sl.ev_begin));
     CUDA_CHECK(cudaEventCreate(&sl.ev_end));
   }
-  const bool graph = g.phase == Phase::Decode && d.graphs;
-  // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
-  d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
   if (!d.profiling && d.cupti_on) {  // the steps before were recorded: no records of this one
     cuda::KernelProfiler::get().stop();
     d.cupti_on = false;
@@ -788,19 +890,23 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
     StepPlan::Captured& c = p.graphs[variant];
     if (c.exec && d.profiling && !c.map.built) {  // captured while kernels were not recorded: again, with the map
-      cuda::sync_bounded(d.stream, "the steps in flight before a graph is recaptured");
-      cudaGraphExecDestroy(c.exec);
-      c.exec = nullptr;
+      d.sync_all("the steps in flight before a graph is recaptured");
+      p.drop_graph(variant);
     }
-    if (!c.exec) c.exec = d.capture(g, p, variant, d.profiling, c.map);
+    if (!c.exec) {
+      d.sync_all("the steps in flight before a capture on the side streams");
+      d.capture(g, p, variant, d.profiling, c);
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (d.profiling) {  // this step's records only: the previous step's recording may still run
-    cuda::sync_bounded(d.stream, "the previous step before kernel records are collected");
+    d.sync_all("the previous step and its summaries before kernel records are collected");
     cuda::KernelProfiler::get().begin_step(graph);
     d.cupti_on = true;
   }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
+  if (variant == 0 && d.tail_in_flight) CUDA_CHECK(cudaStreamWaitEvent(d.stream, d.tail_done, 0));
+  d.tail_in_flight = false;  // this step waits for the last tail (a recorded one in enqueue)
   if (chained)
     CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToDevice, d.stream));
   else
@@ -809,7 +915,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   CUDA_CHECK(cudaEventRecord(p.inputs_copied, d.stream));
   d.last = &p;
   if (!graph) {
-    d.enqueue(g, p, nullptr, summaries);
+    d.enqueue(g, p, nullptr, variant | StepPlan::kTailJoined);
     if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
     if (summaries) d.join_summaries();
   } else {
@@ -826,12 +932,23 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     CUDA_CHECK(cudaMemcpyAsync(sl.host_token, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
     CUDA_CHECK(cudaEventRecord(sl.token_copied, d.stream));
   }
+  // The deferred tail, after the step and beside the next one; the summaries' copies follow it.
+  const cudaGraphExec_t tail = graph ? p.graphs[variant].tail : nullptr;
+  cudaStream_t copies = d.stream;
+  if (tail) {
+    CUDA_CHECK(cudaEventRecord(d.step_done, d.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(d.side[0], d.step_done, 0));
+    CUDA_CHECK(cudaGraphLaunch(tail, d.side[0]));
+    copies = d.side[0];
+    d.tail_in_flight = true;
+  }
   // Into this step's host slot: the previous step's stays readable while this one runs.
   const size_t slot = static_cast<size_t>(d.cur);
-  if (summaries) p.summaries.ds->copy_to_host(d.stream, d.cur);
+  if (summaries) p.summaries.ds->copy_to_host(copies, d.cur);
   p.summaries.live[slot] = summaries;
   p.summaries.read_slot = d.cur;
-  if (logits_summary) p.logits_summary->copy_to_host(d.stream, d.cur);
+  if (logits_summary) p.logits_summary->copy_to_host(copies, d.cur);
+  if (tail) CUDA_CHECK(cudaEventRecord(d.tail_done, d.side[0]));
   sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 

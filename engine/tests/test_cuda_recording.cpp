@@ -1,5 +1,6 @@
 // The GPU recorder path of the CUDA backend, on the tiny preset (prefill + 6 decode steps, the
-// decode steps replayed as one CUDA graph, and again eagerly):
+// decode steps replayed as one CUDA graph, and again eagerly; with CUPTI kernel records, and in
+// a graph without them, where the last part of each step's summaries runs as a tail after it):
 //  - node summaries computed on the device inside the step equal summarize_host of the same
 //    node's tensor (copied after the step), at every node of every step;
 //  - recording does not change what the model computes: every node output of the traced run
@@ -96,13 +97,16 @@ void expect_summary_of(const TensorSummary& got, const std::vector<float>& t, co
   EXPECT_EQ(got.hist.counts, want.hist.counts) << where;
 }
 
-class Recording : public ::testing::TestWithParam<bool> {};  // param: CUDA graphs on
+struct RecordingCase {
+  bool graphs, kernels;
+};
+class Recording : public ::testing::TestWithParam<RecordingCase> {};
 
 TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
   MINFER_REQUIRE_GPU();
   auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);
-  const bool graphs = GetParam();
+  const bool graphs = GetParam().graphs;
   if (!graphs) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
   auto m = Model::load(path);
   CudaBackend traced(*m, MatmulPath::MMQ), plain(*m, MatmulPath::MMQ);
@@ -111,6 +115,7 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
   const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
   const Graph dec = make_graph(*m, Phase::Decode, 1);
   Probe pt, pp;
+  pt.kernels = GetParam().kernels;
   pp.record = pp.kernels = false;
   const RunResult a = run_steps(traced, pre, dec, pt);
   const RunResult b = run_steps(plain, pre, dec, pp);
@@ -135,7 +140,7 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
       if (a.tensors[s][i].empty()) continue;
       expect_summary_of(a.summaries[s][i], a.tensors[s][i], n, pt.spec, "step " + std::to_string(s) + " node " + n.name);
     }
-    if (!cupti) continue;
+    if (!cupti || !pt.kernels) continue;
     // Per part of the step's summaries (cuda_backend.cpp forks them in at most 8 parts as the
     // step writes its nodes): one kernel for its small tensors, four for its large ones; the
     // logits summary is not asked for here.
@@ -163,7 +168,11 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(GraphsAndEager, Recording, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? std::string("graph") : std::string("eager"); });
+INSTANTIATE_TEST_SUITE_P(GraphsAndEager, Recording,
+                         ::testing::Values(RecordingCase{true, true}, RecordingCase{false, true}, RecordingCase{true, false}),
+                         [](const auto& info) {
+                           return std::string(info.param.graphs ? "graph" : "eager") +
+                                  (info.param.kernels ? "" : "_tail_after_step");
+                         });
 
 }  // namespace
