@@ -615,7 +615,7 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 // for tail_done before its first fork (which writes records) and before it writes any of those
 // buffers. Every tensor of a last part lies at or past the first part's end, so the wait comes
 // after about a sixth of the step, long after the tail (~40 us) is done. (A step that records
-// nothing waits before it starts: run_step.)
+// nothing waits before it starts, one whose kernels CUPTI records for every stream: run_step.)
 size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant) {
   constexpr size_t kSummaryParts = 6;
   const bool summaries = variant & 1, defer_tail = cap && !(variant & StepPlan::kTailJoined);
@@ -623,7 +623,10 @@ size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureReco
   const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
   std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
   p.act_q8_holds = {};  // a new step's inputs
-  bool waited = (variant & 3) == 0;
+  // A captured kTailJoined variant is replayed only by steps whose kernels CUPTI records, and
+  // run_step waits for every stream before those: no wait node (under CUPTI one left the GPU
+  // idle for ~100 us).
+  bool waited = (variant & 3) == 0 || (cap && (variant & StepPlan::kTailJoined));
   auto wait_for_tail = [&] {
     if (waited) return;
     // Captured, the wait is a node of the graph, on the tail recorded before each launch.
