@@ -803,7 +803,13 @@ void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, b
     decode_graph_nodes = static_cast<int64_t>(n_nodes);
   }
   c.exec = instantiate(graph, "cudaGraphInstantiate (decode step)");
-  c.tail = defer ? capture_tail(g, p, variant, tail_first) : nullptr;
+  try {
+    c.tail = defer ? capture_tail(g, p, variant, tail_first) : nullptr;
+  } catch (...) {  // a step graph without its tail would leave its last part unsummarised
+    cudaGraphExecDestroy(c.exec);
+    c.exec = nullptr;
+    throw;
+  }
 }
 
 // The deferred tail of a step captured with `variant`: the node summaries of tensors
