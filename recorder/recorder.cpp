@@ -170,6 +170,14 @@ int pipeline_workers(const nlohmann::json& meta) {
   return std::clamp(cores - 2, 1, 16);  // the run thread and the writer keep one core each
 }
 
+// {"p50", "p90", "max"} of the values (nulls when there are none).
+nlohmann::json quantiles(std::vector<double> v) {
+  if (v.empty()) return {{"p50", nullptr}, {"p90", nullptr}, {"max", nullptr}};
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))]; };
+  return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"max", v.back()}};
+}
+
 // Adds the time since `t0` to `total` when it goes out of scope.
 struct Stopwatch {
   double& total;
@@ -197,6 +205,9 @@ struct Recorder::Impl {
   double run_thread_ms = 0, queue_wait_ms = 0;
   mutable std::atomic<int64_t> format_ns{0};  // added to by the (const) step formatters
   double write_ms = 0;  // the writer thread's only, read after drain()
+  // Per step, from the run's hand-over to the end of its write: what a kill -9 at that moment
+  // would lose (the writer thread's only, read after drain()).
+  std::vector<double> to_disk_ms;
 
   struct KnownGraph {
     std::string id;
@@ -437,9 +448,10 @@ struct Recorder::Impl {
     step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
     auto data = std::make_shared<const StepData>(std::move(step));
     Stopwatch sw{queue_wait_ms};
-    pipeline->submit(step_parts(data), [this](std::vector<std::string>& parts) {
+    pipeline->submit(step_parts(data), [this, handed = Clock::now()](std::vector<std::string>& parts) {
       Stopwatch w{write_ms};
       file.append_step(parts);
+      to_disk_ms.push_back(ms_between(handed, Clock::now()));
     });
     in_step = false;
     graph = nullptr;
@@ -606,7 +618,8 @@ void Recorder::finish(const nlohmann::json& timings) {
                      {"final_drain_ms", ms_between(t, Clock::now())},
                      {"format_threads", impl_->workers},
                      {"format_ms", static_cast<double>(impl_->format_ns.load()) / 1e6},
-                     {"write_ms", impl_->write_ms}};
+                     {"write_ms", impl_->write_ms},
+                     {"step_to_disk_ms", quantiles(impl_->to_disk_ms)}};
   impl_->file.finish(dump(all));
 }
 

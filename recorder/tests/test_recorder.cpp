@@ -59,6 +59,10 @@ TEST(Recorder, SyntheticRunGivesAValidCompleteTrace) {
   for (const char* k : {"run_thread_ms", "queue_wait_ms", "final_drain_ms", "format_ms", "write_ms"})
     EXPECT_GE(rec.value(k, -1.0), 0.0) << k;
   EXPECT_GT(rec["format_ms"].get<double>(), 0.0) << "four steps were formatted";
+  const json& to_disk = rec["step_to_disk_ms"];  // each step from its hand-over to its write's end
+  EXPECT_GE(to_disk["p50"].get<double>(), 0.0);
+  EXPECT_LE(to_disk["p50"].get<double>(), to_disk["p90"].get<double>());
+  EXPECT_LE(to_disk["p90"].get<double>(), to_disk["max"].get<double>());
   ASSERT_EQ(t["graphs"].size(), 2u);
   EXPECT_EQ(t["graphs"][0]["id"], "prefill");
   EXPECT_EQ(t["graphs"][1]["id"], "decode");
