@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <span>
 #include <string>
 
 #include "core/error.h"
@@ -266,7 +267,7 @@ struct CudaBackend::Impl {
   void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
   void join_summaries();
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
-  void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap);
+  void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, cudaStream_t s);
   void capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c);
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
@@ -652,20 +653,18 @@ size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureReco
     if (!n.executed()) continue;
     const int gi = p.fusion.group_of.empty() ? -1 : p.fusion.group_of[static_cast<size_t>(n.id)];
     if (gi >= 0 && p.fusion.groups[static_cast<size_t>(gi)].last != n.id) continue;  // runs with its group
-    if (gi < 0) {
-      if (may_be_read_by_a_tail(n.id)) wait_for_tail();
-    } else {
-      for (int id : p.fusion.groups[static_cast<size_t>(gi)].nodes)
-        if (may_be_read_by_a_tail(id)) wait_for_tail();
-    }
+    // The nodes this launch writes: the node, or its fused group.
+    const std::span<const int> ids = gi < 0 ? std::span<const int>(&n.id, 1)
+                                            : std::span<const int>(p.fusion.groups[static_cast<size_t>(gi)].nodes);
+    for (int id : ids)
+      if (may_be_read_by_a_tail(id)) wait_for_tail();
     {
       cuda::KernelProfiler::NodeScope scope(profiling && !cap, n.id);
       if (gi < 0) run_node(g, n, p);
       else run_group(g, p.fusion.groups[static_cast<size_t>(gi)], p);
     }
     if (cap) cap->mark(n.id);
-    if (gi < 0) wrote(n.id);
-    else for (int id : p.fusion.groups[static_cast<size_t>(gi)].nodes) wrote(id);
+    for (int id : ids) wrote(id);
   }
   if (summaries && !defer_tail && forked < node_of.size()) {
     wait_for_tail();
@@ -731,12 +730,12 @@ bool CudaBackend::Impl::prepare_logits_summary(const Graph& g, StepPlan& p) {
   return true;
 }
 
-// After the greedy argmax: the logits row's summary, with the argmax as the chosen token.
-void CudaBackend::Impl::enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap) {
+// After the greedy argmax, on `s`: the logits row's summary, with the argmax as the chosen token.
+void CudaBackend::Impl::enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, cudaStream_t s) {
   const Node& last = g.nodes.back();
   {
     cuda::KernelProfiler::NodeScope scope(profiling && !cap, cuda::KernelProfiler::kRecorderScope);
-    p.logits_summary->enqueue(out(p, last.id) + (last.rows() - 1) * last.cols(), p.argmax.as<int32_t>(), stream);
+    p.logits_summary->enqueue(out(p, last.id) + (last.rows() - 1) * last.cols(), p.argmax.as<int32_t>(), s);
   }
   if (cap) cap->mark(cuda::KernelProfiler::kRecorderScope);
 }
@@ -771,6 +770,22 @@ void CudaBackend::Impl::join_summaries() {
 }
 
 namespace {
+// The graph of what `work` enqueues on `s` (and on the streams it forks from s and joins back).
+template <class Work>
+cudaGraph_t capture_on(cudaStream_t s, Work&& work) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  try {
+    work();
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  return graph;
+}
+
 cudaGraphExec_t instantiate(cudaGraph_t graph, const char* what) {
   cudaGraphExec_t exec = nullptr;
   cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
@@ -781,21 +796,14 @@ cudaGraphExec_t instantiate(cudaGraph_t graph, const char* what) {
 }  // namespace
 
 void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c) {
-  cudaGraph_t graph = nullptr;
   cuda::CaptureRecorder cap(stream);
   const bool defer = (variant & 3) && !(variant & StepPlan::kTailJoined);
   size_t tail_first = 0;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
+  cudaGraph_t graph = capture_on(stream, [&] {
     tail_first = enqueue(g, p, &cap, variant);
-    if ((variant & 2) && !defer) enqueue_logits_summary(g, p, &cap);
+    if ((variant & 2) && !defer) enqueue_logits_summary(g, p, &cap, stream);
     if (variant & 1) join_summaries();
-  } catch (...) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  });
   c.map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
   if (variant == 0) {
     size_t n_nodes = 0;
@@ -817,9 +825,7 @@ void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, b
 cudaGraphExec_t CudaBackend::Impl::capture_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first) {
   const bool nodes = (variant & 1) && tail_first < p.summaries.node_of.size();
   if (!nodes && !(variant & 2)) return nullptr;
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(side[0], cudaStreamCaptureModeThreadLocal));
-  try {
+  cudaGraph_t graph = capture_on(side[0], [&] {
     if (nodes) {
       const size_t end = p.summaries.node_of.size();
       const bool chunked = p.summaries.ds->streams_used(tail_first, end)[1];
@@ -833,16 +839,8 @@ cudaGraphExec_t CudaBackend::Impl::capture_tail(const Graph& g, StepPlan& p, uns
         CUDA_CHECK(cudaStreamWaitEvent(side[0], join_ev[1], 0));
       }
     }
-    if (variant & 2) {
-      const Node& last = g.nodes.back();
-      p.logits_summary->enqueue(out(p, last.id) + (last.rows() - 1) * last.cols(), p.argmax.as<int32_t>(), side[0]);
-    }
-  } catch (...) {
-    cudaStreamEndCapture(side[0], &graph);
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  CUDA_CHECK(cudaStreamEndCapture(side[0], &graph));
+    if (variant & 2) enqueue_logits_summary(g, p, nullptr, side[0]);
+  });
   return instantiate(graph, "cudaGraphInstantiate (a step's summary tail)");
 }
 
@@ -898,12 +896,10 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   }
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
     StepPlan::Captured& c = p.graphs[variant];
-    if (c.exec && d.profiling && !c.map.built) {  // captured while kernels were not recorded: again, with the map
-      d.sync_all("the steps in flight before a graph is recaptured");
-      p.drop_graph(variant);
-    }
-    if (!c.exec) {
-      d.sync_all("the steps in flight before a capture on the side streams");
+    const bool stale = c.exec && d.profiling && !c.map.built;  // captured without kernel records' map
+    if (!c.exec || stale) {  // the steps in flight may replay it, and use the side streams
+      d.sync_all("the steps in flight before a graph is captured");
+      if (stale) p.drop_graph(variant);
       d.capture(g, p, variant, d.profiling, c);
     }
   }
@@ -925,7 +921,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   d.last = &p;
   if (!graph) {
     d.enqueue(g, p, nullptr, variant | StepPlan::kTailJoined);
-    if (logits_summary) d.enqueue_logits_summary(g, p, nullptr);
+    if (logits_summary) d.enqueue_logits_summary(g, p, nullptr, d.stream);
     if (summaries) d.join_summaries();
   } else {
     CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
