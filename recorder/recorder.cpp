@@ -245,8 +245,8 @@ struct Recorder::Impl {
     if (!meta.contains("minfer_version")) meta["minfer_version"] = MINFER_VERSION;
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
-    // Steps format in parallel parts well within a decode step's time, so the run need not
-    // queue more than one of them: a kill -9 loses at most that step and the ones in flight.
+    // Steps format in parallel parts well within a decode step's time, and the run flushes a
+    // step before it shows its token (flush()): one step queued is all it ever needs.
     pipeline = std::make_unique<StepPipeline>(workers, 1);
     write_head();
   }
@@ -605,6 +605,12 @@ StepRecording Recorder::recording(const StepInfo& s) const {
 void Recorder::on_gpu_time(const StepInfo& s, const StepGpuTime& t) {
   (void)s;
   if (impl_) impl_->step.gpu = t;
+}
+
+void Recorder::flush() {
+  if (!impl_) return;
+  Stopwatch sw{impl_->queue_wait_ms};
+  impl_->pipeline->drain();
 }
 
 void Recorder::finish(const nlohmann::json& timings) {

@@ -51,6 +51,9 @@ class Recorder final : public Observer {
   // The step's GPU time and kernels (CUDA backends), before on_step_end.
   void on_gpu_time(const StepInfo& s, const StepGpuTime& t) override;
 
+  // Returns once every ended step is written to the file (the run shows a token only then).
+  void flush() override;
+
   // Closes the trace: timings (docs: "timings"), "complete": true, moved to the final path.
   void finish(const nlohmann::json& timings);
 

@@ -17,7 +17,8 @@ StepPipeline::~StepPipeline() {
     std::lock_guard<std::mutex> l(m_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
+  write_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -35,75 +36,90 @@ void StepPipeline::submit(std::vector<Format> parts, Write write) {
     write(texts);
     return;
   }
-  std::unique_lock<std::mutex> l(m_);
-  cv_.wait(l, [&] { return error_ || static_cast<int>(jobs_.size()) < max_pending_; });
-  if (error_) std::rethrow_exception(error_);
-  Job& j = jobs_.emplace_back();
-  j.texts.resize(parts.size());
-  j.parts = std::move(parts);
-  j.write = std::move(write);
-  cv_.notify_all();
+  auto job = std::make_shared<Job>();
+  job->texts.resize(parts.size());
+  job->parts = std::move(parts);
+  job->write = std::move(write);
+  const bool ready = job->parts.empty();
+  {
+    std::unique_lock<std::mutex> l(m_);
+    done_cv_.wait(l, [&] { return error_ || static_cast<int>(jobs_.size()) < max_pending_; });
+    if (error_) std::rethrow_exception(error_);
+    jobs_.push_back(std::move(job));
+  }
+  if (ready) write_cv_.notify_one();
+  else work_cv_.notify_all();
 }
 
 void StepPipeline::drain() {
   if (threads_.empty()) return;
   std::unique_lock<std::mutex> l(m_);
-  cv_.wait(l, [&] { return error_ || jobs_.empty(); });
+  done_cv_.wait(l, [&] { return error_ || jobs_.empty(); });
   if (error_) std::rethrow_exception(error_);
 }
 
+void StepPipeline::set_error(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> l(m_);
+    if (!error_) error_ = std::move(e);
+    failed_ = true;
+  }
+  done_cv_.notify_all();
+  write_cv_.notify_all();
+}
+
 void StepPipeline::work() {
-  std::unique_lock<std::mutex> l(m_);
   for (;;) {
-    Job* job = nullptr;
-    cv_.wait(l, [&] {
-      if (stop_) return true;
-      for (Job& j : jobs_)  // the earliest job first: its step is written soonest
-        if (j.taken < j.parts.size()) return (job = &j), true;
-      return false;
-    });
-    if (!job) return;  // stopping
-    // The job stays queued (deque references stay valid) until all its parts are formatted.
-    const size_t i = job->taken++;
-    const bool skip = error_ != nullptr;  // stopped: nothing more is written
-    l.unlock();
-    std::string text;
-    std::exception_ptr err;
-    if (!skip) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> l(m_);
+      work_cv_.wait(l, [&] {
+        if (stop_) return true;
+        for (const auto& j : jobs_)  // the earliest job first: its step is written soonest
+          if (j->has_untaken()) return (job = j), true;
+        return false;
+      });
+      if (!job) return;  // stopping
+    }
+    format_parts(*job);
+  }
+}
+
+void StepPipeline::format_parts(Job& job) {
+  const size_t n = job.parts.size();
+  for (size_t i; (i = job.taken.fetch_add(1, std::memory_order_relaxed)) < n;) {
+    if (!failed_.load(std::memory_order_relaxed)) {  // after an error nothing more is formatted
       try {
-        text = job->parts[i]();
+        job.texts[i] = job.parts[i]();
       } catch (...) {
-        err = std::current_exception();
+        set_error(std::current_exception());
       }
     }
-    l.lock();
-    if (err && !error_) error_ = err;
-    job->texts[i] = std::move(text);
-    // Wake the writer (job ready) or the callers (error); nobody waits for a lone part.
-    if (++job->formatted == job->parts.size() || err) cv_.notify_all();
+    // The last part wakes the writer; the lock orders the wake after its check of ready().
+    if (job.formatted.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      std::lock_guard<std::mutex> l(m_);
+      write_cv_.notify_one();
+    }
   }
 }
 
 void StepPipeline::write_loop() {
   std::unique_lock<std::mutex> l(m_);
   for (;;) {
-    cv_.wait(l, [&] { return stop_ || (!jobs_.empty() && jobs_.front().ready()); });
-    if (jobs_.empty() || !jobs_.front().ready()) return;  // stopping with nothing ready
-    Job& j = jobs_.front();
-    const bool failed = error_ != nullptr;  // after an error nothing more is written
+    write_cv_.wait(l, [&] { return stop_ || (!jobs_.empty() && jobs_.front()->ready()); });
+    if (jobs_.empty() || !jobs_.front()->ready()) return;  // stopping with nothing ready
+    std::shared_ptr<Job> job = jobs_.front();
     l.unlock();
-    std::exception_ptr err;
-    if (!failed) {
+    if (!failed_.load()) {  // after an error nothing more is written
       try {
-        j.write(j.texts);
+        job->write(job->texts);
       } catch (...) {
-        err = std::current_exception();
+        set_error(std::current_exception());
       }
     }
     l.lock();
-    if (err && !error_) error_ = err;
     jobs_.pop_front();
-    cv_.notify_all();
+    done_cv_.notify_all();
   }
 }
 

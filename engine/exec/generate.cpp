@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "graph/build_qwen2.h"
@@ -132,10 +133,15 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   r.prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
   report(prefill, s, a_draw.chosen, r.prefill_s);
   if (opt.n_predict == 0 || !forced_left()) return r;
+  // A token is shown only once its step is safe with the observer (a trace: on disk).
+  auto show = [&](int32_t token) {
+    if (obs) obs->flush();
+    if (on_token) on_token(token);
+  };
   next = fed(next);
   r.generated.push_back(next);
   history.push_back(next);
-  if (on_token) on_token(next);
+  show(next);
 
   // Decode. A step's time runs from the previous token to its own, so what the observer costs
   // counts. Two ways a step overlaps the next one:
@@ -195,6 +201,9 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   auto last_token = clock::now();
   int pos = static_cast<int>(prompt.size());
   std::optional<Launched> flight;  // launched, its token not read yet
+  // A token read while the next step was already launched (or its step is held) is shown after
+  // the following launch: the wait for its step's record then overlaps two queued steps.
+  std::optional<int32_t> unshown;
   if (may_decode(pos)) {
     decode = make_graph(m, Phase::Decode, 1);
     if (obs) obs->on_graph(decode);
@@ -209,6 +218,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
       if (!obs || (next_step.rec == flight->rec && b.keeps_step_results(flight->rec)))
         ahead = launch(std::move(next_step));
     }
+    if (unshown) show(*std::exchange(unshown, std::nullopt));
     next = sample_step(decode, ahead.has_value());
     const auto now = clock::now();
     flight->seconds = std::chrono::duration<double>(now - last_token).count();
@@ -226,7 +236,8 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     next = fed(next);
     r.generated.push_back(next);
     history.push_back(next);
-    if (on_token) on_token(next);
+    if (ahead || held) unshown = next;
+    else show(next);
     ++pos;
     flight.reset();
     if (!may_decode(pos)) break;  // a chained step, if any, was speculative: dropped
@@ -238,6 +249,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     }
   }
   if (held) deliver(*held, false);
+  if (unshown) show(*unshown);
   return r;
 }
 

@@ -34,7 +34,9 @@ struct GenerateResult {
   double decode_tok_s() const;
 };
 
-// on_token is called with each generated id as soon as it is chosen.
+// on_token is called with each generated id once the observer has what its step left
+// (Observer::flush): as soon as it is chosen, or when the GPU runs two steps ahead (chained
+// decode with an observer) after the step that follows it is launched.
 GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
                         const std::vector<int32_t>& prompt, const GenerateOptions& opt,
                         Observer* obs, const std::function<void(int32_t)>& on_token = {});

@@ -192,6 +192,10 @@ class Observer {
   // After the nodes, when recording() asked for device work: the step's GPU time and kernels.
   virtual void on_gpu_time(const StepInfo& s, const StepGpuTime& t) { (void)s; (void)t; }
   virtual void on_step_end(const StepInfo& s, double seconds) { (void)s; (void)seconds; }
+  // Returns once what every ended step left with the observer is safe (a recorder: written to
+  // its file). The generation loop calls it before it shows a token, so a run killed at any
+  // moment has recorded every step whose token was shown.
+  virtual void flush() {}
 };
 
 }  // namespace minfer

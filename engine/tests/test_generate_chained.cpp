@@ -3,8 +3,9 @@
 // launched before N's token is read; if N's token ends the generation, N+1 was speculative and
 // is dropped. A backend that does this is emulated over the CPU backend (it substitutes the last
 // launched step's argmax for a chained step's token), so the loop is checked without a GPU:
-// the same tokens as unchained, the speculative step launched but never counted, and no
-// chaining when an observer reads steps the backend cannot keep.
+// the same tokens as unchained, the speculative step launched but never counted, no chaining
+// when an observer reads steps the backend cannot keep, and on every path a token shown only
+// after the observer flushed its step.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -29,7 +30,8 @@ int32_t argmax(const std::vector<float>& v) {
 
 class ChainingCpu final : public Backend {
  public:
-  ChainingCpu(const Model& m, bool chain) : inner_(m, MatmulPath::MMQ), chain_(chain) {}
+  // keeps: claim Backend::keeps_step_results (only for observers that read no node outputs).
+  ChainingCpu(const Model& m, bool chain, bool keeps = false) : inner_(m, MatmulPath::MMQ), chain_(chain), keeps_(keeps) {}
   std::map<int, int32_t> pick_at;  // launch number (1 = prefill) -> the pick the "device" makes instead
   int launches = 0, chained = 0;
 
@@ -60,10 +62,11 @@ class ChainingCpu final : public Backend {
   bool greedy_on_device() const override { return true; }
   int32_t read_greedy_token(const Graph&, bool previous) override { return token_[cur_ ^ (previous ? 1 : 0)]; }
   bool chains_greedy_token() const override { return chain_; }
+  bool keeps_step_results(const StepRecording&) const override { return keeps_; }
 
  private:
   CpuBackend inner_;
-  bool chain_;
+  bool chain_, keeps_;
   std::array<int32_t, 2> token_{-1, -1};  // the last two launched steps' picks
   int cur_ = 0;
   bool last_one_token_ = false;
@@ -87,6 +90,15 @@ struct StepCounter : Observer {
     if (s.phase == Phase::Decode) inputs.push_back(s.tokens.at(0));
   }
   void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+};
+
+// Counts ended steps and what a flush covered; reads no node outputs.
+struct FlushCounter : Observer {
+  int ended = 0, flushed = 0;
+  bool wants(const Node&) const override { return false; }
+  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  void on_step_end(const StepInfo&, double) override { ++ended; }
+  void flush() override { flushed = ended; }
 };
 
 const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576};
@@ -153,6 +165,29 @@ TEST_F(GenerateChained, NotWhenTheObserverReadsStepsTheBackendDoesNotKeep) {
   EXPECT_EQ(seen_on.inputs, seen_off.inputs);
   ASSERT_EQ(seen_on.inputs.size(), 5u);
   for (size_t i = 0; i < seen_on.inputs.size(); ++i) EXPECT_EQ(seen_on.inputs[i], a.generated[i]) << "step " << i + 1;
+}
+
+TEST_F(GenerateChained, ShowsATokenOnlyAfterItsStepWasFlushed) {
+  // Every loop path: synchronous, held (the backend keeps results), chained, chained and held.
+  for (bool chain : {false, true})
+    for (bool keeps : {false, true}) {
+      GenerateOptions opt;
+      opt.n_predict = 8;
+      opt.stop_at_eog = false;
+      ChainingCpu b(*m_, chain, keeps);
+      FlushCounter obs;
+      int shown = 0;
+      const GenerateResult r = generate(*m_, b, nullptr, kPrompt, opt, &obs, [&](int32_t) {
+        // Token i comes from step i (0: the prefill): steps 0..i were flushed, and at most the
+        // two steps after it were launched (prefill is launch 1).
+        EXPECT_GE(obs.flushed, shown + 1) << "token " << shown << ", chain " << chain << ", keeps " << keeps;
+        EXPECT_LE(b.launches, shown + 3) << "token " << shown << " shown late, chain " << chain << ", keeps " << keeps;
+        ++shown;
+      });
+      EXPECT_EQ(shown, 8);
+      EXPECT_EQ(obs.ended, 8) << "every step ended once";
+      EXPECT_EQ(b.chained > 0, chain && keeps) << "chain " << chain << ", keeps " << keeps;
+    }
 }
 
 }  // namespace
