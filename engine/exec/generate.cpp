@@ -125,7 +125,16 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   };
 
   Graph prefill = make_graph(m, Phase::Prefill, static_cast<int>(prompt.size()));
-  if (obs) obs->on_graph(prefill);
+  // The decode graph too, before any step runs: the observer describes both up front (a trace
+  // head that gains a graph after a step was written is rebuilt, ~6 ms of JSON in the first
+  // decode step).
+  Graph decode;
+  const bool decodes = opt.n_predict > 1 && static_cast<int64_t>(prompt.size()) < m.hp.n_ctx;
+  if (decodes) decode = make_graph(m, Phase::Decode, 1);
+  if (obs) {
+    obs->on_graph(prefill);
+    if (decodes) obs->on_graph(decode);
+  }
   StepInfo s{Phase::Prefill, 0, 0, prompt};
   auto t0 = clock::now();
   ex.run(prefill, s);
@@ -159,7 +168,6 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     double seconds = 0;
   };
   std::optional<Launched> held;
-  Graph decode;
   auto deliver = [&](Launched& l, bool previous) {
     ex.deliver(decode, l.s, l.rec, previous);
     report(decode, l.s, l.chosen, l.seconds);
@@ -204,11 +212,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   // A token read while the next step was already launched (or its step is held) is shown after
   // the following launch: the wait for its step's record then overlaps two queued steps.
   std::optional<int32_t> unshown;
-  if (may_decode(pos)) {
-    decode = make_graph(m, Phase::Decode, 1);
-    if (obs) obs->on_graph(decode);
-    flight = launch(plan(next, pos, 1, false));
-  }
+  if (may_decode(pos)) flight = launch(plan(next, pos, 1, false));
   while (flight) {
     // Chain the next step when it will run unless this one's token ends the generation, and
     // when this step's results survive its launch (same recording, kept by the backend).
