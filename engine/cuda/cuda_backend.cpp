@@ -59,8 +59,9 @@ struct StepSummaries {
 // step computed them with the asked spec; otherwise from a host copy (summarize_host).
 class DeviceOutput final : public NodeOutput {
  public:
-  DeviceOutput(const float* d, int64_t rows, int64_t cols, cudaStream_t s, const StepSummaries* sums, int id)
-      : d_(d), rows_(rows), cols_(cols), s_(s), sums_(sums), id_(id) {}
+  // lanes: the streams a step may run on (the buffer is read after both finished).
+  DeviceOutput(const float* d, int64_t rows, int64_t cols, std::array<cudaStream_t, 2> lanes, const StepSummaries* sums, int id)
+      : d_(d), rows_(rows), cols_(cols), lanes_(lanes), sums_(sums), id_(id) {}
   TensorSummary summarize(const SummarySpec& spec) const override {
     const int i = device_index();
     if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->read_slot, static_cast<size_t>(i));
@@ -80,7 +81,7 @@ class DeviceOutput final : public NodeOutput {
   }
   std::vector<float> to_host() const override {
     std::vector<float> h(static_cast<size_t>(rows_ * cols_));
-    cuda::sync_bounded(s_, "the step before reading a node output");
+    for (cudaStream_t s : lanes_) cuda::sync_bounded(s, "the step before reading a node output");
     CUDA_CHECK(cudaMemcpy(h.data(), d_, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return h;
   }
@@ -88,7 +89,7 @@ class DeviceOutput final : public NodeOutput {
  private:
   const float* d_;
   int64_t rows_, cols_;
-  cudaStream_t s_;
+  std::array<cudaStream_t, 2> lanes_;
   const StepSummaries* sums_;
   int id_;
 
@@ -132,24 +133,27 @@ struct StepPlan {
   StepSummaries summaries;                             // traced steps: node summaries on the device
   std::vector<int> act_block;                          // per node id: Impl::activation_block
   // Decode: the step as captured, per recording variant (bit 0: node summaries, bit 1: logits
-  // summary, bit 2: the summaries' tail joined into the step), with which node launched each
-  // captured kernel. A traced step whose kernels CUPTI does not record leaves its tail out
-  // (`kTailJoined` unset): the summaries of the nodes written after the last in-step fork and
-  // the logits summary are `tail`, a second graph launched after the step on a side stream,
-  // which runs beside the next step (Impl::enqueue says how the next step waits for it).
+  // summary, bit 2: the summaries' tail joined into the step's end), with which node launched
+  // each captured kernel. A traced step whose kernels CUPTI does not record has its tail as a
+  // branch (`kTailJoined` unset): the summaries of the nodes written after the last in-step
+  // fork, the logits summary and the host copies run beside the step's end, and the next step
+  // waits for the step's main chain only (Impl::enqueue_tail). A graph launch is ordered behind
+  // the previous launch of the same executable graph, so such a variant is instantiated once
+  // per host slot and consecutive steps alternate between the two, each on its own stream
+  // (Impl::lanes); `exec[0]` alone for the others.
   struct Captured {
-    cudaGraphExec_t exec = nullptr;
-    cudaGraphExec_t tail = nullptr;  // null: the step has no deferred tail
+    std::array<cudaGraphExec_t, 2> exec{};
     cuda::CaptureMap map;
   };
   static constexpr unsigned kTailJoined = 4;
+  static bool alternates(unsigned variant) { return (variant & 3) && !(variant & kTailJoined); }
   std::array<Captured, 8> graphs;
   std::unique_ptr<cuda::DeviceLogitsSummary> logits_summary;  // recorded steps: top-k, entropy
   size_t bytes = 0;
 
   void drop_graph(unsigned v) {
-    if (graphs[v].exec) cudaGraphExecDestroy(graphs[v].exec);
-    if (graphs[v].tail) cudaGraphExecDestroy(graphs[v].tail);
+    for (cudaGraphExec_t e : graphs[v].exec)
+      if (e) cudaGraphExecDestroy(e);
     graphs[v] = Captured{};
   }
   void drop_graphs(unsigned with_bit) {  // the variants that include `with_bit` (0: all)
@@ -176,6 +180,13 @@ struct CudaBackend::Impl {
   bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
   bool chain;   // decode steps fed the previous step's argmax on the device (MINFER_CUDA_CHAIN=0: off)
   cudaStream_t stream = nullptr;
+  // The streams steps run on: lanes[0] is `stream` (captures, eager steps, untraced steps);
+  // traced decode graphs whose tail is a branch alternate between lanes[0] and lanes[1] by host
+  // slot, so step N+1 starts when N's main chain ends while N's tail still runs (enter_lane).
+  std::array<cudaStream_t, 2> lanes{};
+  int last_lane = 0;            // the lane of the last launched step
+  bool last_alternated = false;  // that step was such a graph (its ev_end is its main chain's end)
+  cudaEvent_t lane_switch = nullptr;
   // Traced steps summarise their nodes on streams forked from `stream` (in the captured graph:
   // parallel branches), part by part as the step computes them (enqueue, join_summaries): one
   // for the small tensors, one for the chunked ones (the logits), so the last part's two run
@@ -184,11 +195,9 @@ struct CudaBackend::Impl {
   std::array<bool, 2> side_forked{};  // this step enqueued work on it (join_summaries)
   cudaEvent_t fork_ev = nullptr;
   std::array<cudaEvent_t, 2> join_ev{};
-  // A deferred tail (StepPlan::Captured::tail) runs on side[0] after its step, then copies the
-  // step's summaries to the host and records tail_done; the steps after it wait for tail_done
-  // before they rewrite what it reads (enqueue).
-  cudaEvent_t step_done = nullptr, tail_done = nullptr;
-  bool tail_in_flight = false;  // a tail was launched after the last step launched
+  // Recorded by the tail branch of the graph of host slot k (after its host copies); the next
+  // step's graph waits for it before it rewrites what the tail reads (enqueue).
+  std::array<cudaEvent_t, 2> tail_done{};
   cublasHandle_t cublas = nullptr;
   DeviceBuffer cublas_workspace;
   std::unique_ptr<cuda::DeviceWeights> weights;
@@ -213,6 +222,8 @@ struct CudaBackend::Impl {
     StepRecording rec;
     bool logits_summary = false;                // the step computed its logits summary
     const cuda::CaptureMap* capture = nullptr;  // the replayed graph's map, null when eager
+    // Timed; ev_end is the end of the step's own work (an alternating graph records it inside,
+    // before its tail ends).
     cudaEvent_t ev_begin = nullptr, ev_end = nullptr;
     double host_ms = -1;
     // The step's greedy token, copied ahead of its recording (read_greedy_token waits for
@@ -230,7 +241,7 @@ struct CudaBackend::Impl {
     // A chained step launched past the end of a generation may still run: nothing it uses is
     // freed before it ends.
     try {
-      if (stream) sync_all("the steps in flight before the backend is destroyed");
+      if (lanes[1]) sync_all("the steps in flight before the backend is destroyed");
     } catch (...) {  // a failed device: free what can be freed
     }
     if (cupti_on) cuda::KernelProfiler::get().stop();
@@ -243,26 +254,40 @@ struct CudaBackend::Impl {
     }
     if (host_logits) cudaFreeHost(host_logits);
     if (cublas) cublasDestroy(cublas);
-    for (cudaEvent_t e : {fork_ev, step_done, tail_done})
-      if (e) cudaEventDestroy(e);
-    for (cudaEvent_t e : join_ev)
+    for (cudaEvent_t e : {fork_ev, lane_switch, join_ev[0], join_ev[1], tail_done[0], tail_done[1]})
       if (e) cudaEventDestroy(e);
     for (cudaStream_t s : side)
       if (s) cudaStreamDestroy(s);
-    if (stream) cudaStreamDestroy(stream);
+    for (cudaStream_t s : lanes)
+      if (s) cudaStreamDestroy(s);
   }
 
   void check_weight_types() const;
   StepPlan& plan_for(const Graph& g, bool shared = false);
   bool outputs_private(const Graph& g) const;
-  // The step's stream and the side streams (a deferred tail runs on side[0]) have finished.
+  // Both lanes and the side streams have finished.
   void sync_all(const char* what) {
-    cuda::sync_bounded(stream, what);
+    for (cudaStream_t s : lanes)
+      if (s) cuda::sync_bounded(s, what);
     for (cudaStream_t s : side)
       if (s) cuda::sync_bounded(s, what);
   }
-  size_t enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant);
-  cudaGraphExec_t capture_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first);
+  // Before a step's first work on `lane`: what it must wait for of the last step when that ran
+  // on the other lane (an alternating graph after another: that step's main chain; else all).
+  void enter_lane(int lane, bool alternating) {
+    if (lane != last_lane) {
+      cudaEvent_t e = slots[static_cast<size_t>(cur ^ 1)].ev_end;
+      if (!(alternating && last_alternated)) {
+        CUDA_CHECK(cudaEventRecord(lane_switch, lanes[static_cast<size_t>(last_lane)]));
+        e = lane_switch;
+      }
+      CUDA_CHECK(cudaStreamWaitEvent(lanes[static_cast<size_t>(lane)], e, 0));
+    }
+    last_lane = lane;
+    last_alternated = alternating;
+  }
+  size_t enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant, cudaEvent_t tail_wait);
+  void enqueue_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first, int k);
   void prepare_summaries(const Graph& g, StepPlan& p);
   void fork_summaries(StepPlan& p, size_t first, size_t end, cuda::CaptureRecorder* cap);
   void join_summaries();
@@ -286,15 +311,21 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   std::string why;
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
-  for (cudaEvent_t* e : {&impl_->fork_ev, &impl_->step_done, &impl_->tail_done})
+  Impl& d = *impl_;
+  for (cudaStream_t* s : {&d.lanes[0], &d.lanes[1], &d.side[0], &d.side[1]})
+    CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  d.stream = d.lanes[0];
+  for (cudaEvent_t* e : {&d.fork_ev, &d.lane_switch, &d.join_ev[0], &d.join_ev[1], &d.tail_done[0], &d.tail_done[1]})
     CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
-  for (size_t i = 0; i < 2; ++i) {
-    CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side[i], cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&impl_->join_ev[i], cudaEventDisableTiming));
+  // Recorded once with nothing before them, so the first steps' waits for a tail return at once.
+  for (cudaEvent_t e : d.tail_done) CUDA_CHECK(cudaEventRecord(e, d.side[0]));
+  // Before any capture: an alternating graph captures its slot's events and pinned token.
+  for (Impl::Slot& sl : d.slots) {
+    CUDA_CHECK(cudaEventCreate(&sl.ev_begin));
+    CUDA_CHECK(cudaEventCreate(&sl.ev_end));
+    CUDA_CHECK(cudaEventCreateWithFlags(&sl.token_copied, cudaEventDisableTiming));
+    CUDA_CHECK(cudaMallocHost(&sl.host_token, sizeof(int32_t)));
   }
-  // Recorded once with nothing before it, so the first step's wait for a tail returns at once.
-  CUDA_CHECK(cudaEventRecord(impl_->tail_done, impl_->side[0]));
   impl_->check_weight_types();
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
@@ -397,7 +428,7 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
         p.out[i].alloc(bytes, "the output of node '" + n.name + "'");
         p.ptr[i] = p.out[i].as<float>();
         p.bytes += bytes;
-        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), stream, &p.summaries, n.id);
+        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), lanes, &p.summaries, n.id);
       }
     }
     // Matmul scratch, only where a kernel reads it (Impl::matmul): Q8_1 activations for quantized
@@ -607,31 +638,29 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
 // carry its id; during capture `cap` notes where each node's work ends. With node summaries
 // (variant bit 0) the recorded nodes are summarised on the side streams in about kSummaryParts
 // parts, each forked as soon as its nodes are written, so the summaries run beside the rest of
-// the step instead of after it; join_summaries() ends the branch. A captured variant without
-// kTailJoined leaves the last part (the nodes written after the last fork: the LM head's and a
-// few before it) to the tail graph; the return value is its first tensor (the tensor count when
-// there is none).
-// The previous step's deferred tail reads the buffers of its own last part, the logits and the
-// argmax, and its summaries' record buffer is copied to the host after it: a recorded step waits
-// for tail_done before its first fork (which writes records) and before it writes any of those
-// buffers. Every tensor of a last part lies at or past the first part's end, so the wait comes
-// after about a sixth of the step, long after the tail (~40 us) is done. (A step that records
-// nothing waits before it starts, one whose kernels CUPTI records for every stream: run_step.)
-size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant) {
+// the step instead of after it; join_summaries() ends the branch. An alternating graph
+// (captured with `tail_wait`) leaves the last part (the nodes written after the last fork: the
+// LM head's and a few before it) to its tail branch (enqueue_tail); the return value is its
+// first tensor (the tensor count when there is none).
+// The previous step's tail reads the buffers of its own last part, the logits and the argmax,
+// and copies the summaries' record buffer to the host: an alternating graph waits for that tail
+// (`tail_wait`, an external event-wait node) before its first fork (which writes records) and
+// before it writes any of those buffers. Every tensor of a last part lies at or past the first
+// part's end, so the wait comes after about a sixth of the step, long after the tail (~40 us)
+// is done. Every other step waits for the whole previous step before it starts (enter_lane),
+// so it has no tail to wait for.
+size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, unsigned variant, cudaEvent_t tail_wait) {
   constexpr size_t kSummaryParts = 6;
-  const bool summaries = variant & 1, defer_tail = cap && !(variant & StepPlan::kTailJoined);
+  const bool summaries = variant & 1, defer_tail = tail_wait != nullptr;
   const std::vector<int>& node_of = p.summaries.node_of;
   const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
   std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
   p.act_q8_holds = {};  // a new step's inputs
-  // A captured kTailJoined variant is replayed only by steps whose kernels CUPTI records, and
-  // run_step waits for every stream before those: no wait node (under CUPTI one left the GPU
-  // idle for ~100 us).
-  bool waited = (variant & 3) == 0 || (cap && (variant & StepPlan::kTailJoined));
+  bool waited = !defer_tail;
   auto wait_for_tail = [&] {
     if (waited) return;
-    // Captured, the wait is a node of the graph, on the tail recorded before each launch.
-    CUDA_CHECK(cudaStreamWaitEvent(stream, tail_done, cap ? cudaEventWaitExternal : cudaEventWaitDefault));
+    // A node of the graph: each launch waits for the last tail launched before it.
+    CUDA_CHECK(cudaStreamWaitEvent(stream, tail_wait, cudaEventWaitExternal));
     waited = true;
   };
   auto may_be_read_by_a_tail = [&](int id) {
@@ -796,52 +825,67 @@ cudaGraphExec_t instantiate(cudaGraph_t graph, const char* what) {
 }  // namespace
 
 void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c) {
-  cuda::CaptureRecorder cap(stream);
-  const bool defer = (variant & 3) && !(variant & StepPlan::kTailJoined);
-  size_t tail_first = 0;
-  cudaGraph_t graph = capture_on(stream, [&] {
-    tail_first = enqueue(g, p, &cap, variant);
-    if ((variant & 2) && !defer) enqueue_logits_summary(g, p, &cap, stream);
-    if (variant & 1) join_summaries();
-  });
-  c.map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
-  if (variant == 0) {
-    size_t n_nodes = 0;
-    cudaGraphGetNodes(graph, nullptr, &n_nodes);
-    decode_graph_nodes = static_cast<int64_t>(n_nodes);
-  }
-  c.exec = instantiate(graph, "cudaGraphInstantiate (decode step)");
+  const bool alternating = StepPlan::alternates(variant);
   try {
-    c.tail = defer ? capture_tail(g, p, variant, tail_first) : nullptr;
-  } catch (...) {  // a step graph without its tail would leave its last part unsummarised
-    cudaGraphExecDestroy(c.exec);
-    c.exec = nullptr;
+    for (int k = 0; k < (alternating ? 2 : 1); ++k) {
+      cuda::CaptureRecorder cap(stream);
+      cudaGraph_t graph = capture_on(stream, [&] {
+        const size_t tail_first = enqueue(g, p, &cap, variant, alternating ? tail_done[static_cast<size_t>(k ^ 1)] : nullptr);
+        if (alternating) enqueue_tail(g, p, variant, tail_first, k);
+        else if (variant & 2) enqueue_logits_summary(g, p, &cap, stream);
+        join_summaries();
+      });
+      if (k == 0) c.map = with_map ? cap.finish(graph) : cuda::CaptureMap{};
+      if (variant == 0) {
+        size_t n_nodes = 0;
+        cudaGraphGetNodes(graph, nullptr, &n_nodes);
+        decode_graph_nodes = static_cast<int64_t>(n_nodes);
+      }
+      c.exec[static_cast<size_t>(k)] = instantiate(graph, "cudaGraphInstantiate (decode step)");
+    }
+  } catch (...) {  // one slot's graph without the other's would replay half the alternation
+    for (cudaGraphExec_t& e : c.exec)
+      if (e) cudaGraphExecDestroy(e);
+    c = StepPlan::Captured{};
     throw;
   }
 }
 
-// The deferred tail of a step captured with `variant`: the node summaries of tensors
-// [tail_first, end) (small ones on side[0], chunked ones on side[1]) and the logits summary.
-cudaGraphExec_t CudaBackend::Impl::capture_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first) {
-  const bool nodes = (variant & 1) && tail_first < p.summaries.node_of.size();
-  if (!nodes && !(variant & 2)) return nullptr;
-  cudaGraph_t graph = capture_on(side[0], [&] {
-    if (nodes) {
-      const size_t end = p.summaries.node_of.size();
-      const bool chunked = p.summaries.ds->streams_used(tail_first, end)[1];
-      if (chunked) {
-        CUDA_CHECK(cudaEventRecord(fork_ev, side[0]));
-        CUDA_CHECK(cudaStreamWaitEvent(side[1], fork_ev, 0));
-      }
-      p.summaries.ds->enqueue(side[0], side[1], tail_first, end);
-      if (chunked) {
-        CUDA_CHECK(cudaEventRecord(join_ev[1], side[1]));
-        CUDA_CHECK(cudaStreamWaitEvent(side[0], join_ev[1], 0));
-      }
+// The end of an alternating graph (host slot k), after the argmax. On the step's stream: the
+// greedy token's copy into the slot and the step's end (ev_end, the event the next step waits
+// for). Beside them, the tail: the summaries of tensors [tail_first, end) (small ones on
+// side[0], chunked ones on side[1]) and the logits summary, then the copies of every record
+// into host slot k, then tail_done[k], which the next step's graph waits for before it
+// rewrites what the tail reads (enqueue). The events are recorded as external nodes, so the
+// host and the other lane can wait for them in each launch.
+void CudaBackend::Impl::enqueue_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first, int k) {
+  const size_t slot = static_cast<size_t>(k);
+  CUDA_CHECK(cudaEventRecord(fork_ev, stream));
+  CUDA_CHECK(cudaStreamWaitEvent(side[0], fork_ev, 0));
+  side_forked[0] = true;
+  if ((variant & 1) && tail_first < p.summaries.node_of.size()) {
+    const size_t end = p.summaries.node_of.size();
+    if (p.summaries.ds->streams_used(tail_first, end)[1]) {
+      CUDA_CHECK(cudaStreamWaitEvent(side[1], fork_ev, 0));
+      side_forked[1] = true;
     }
-    if (variant & 2) enqueue_logits_summary(g, p, nullptr, side[0]);
-  });
-  return instantiate(graph, "cudaGraphInstantiate (a step's summary tail)");
+    p.summaries.ds->enqueue(side[0], side[1], tail_first, end);
+  }
+  if (variant & 2) enqueue_logits_summary(g, p, nullptr, side[0]);
+  if (side_forked[1]) {  // every part's records are written before they are copied
+    CUDA_CHECK(cudaEventRecord(join_ev[1], side[1]));
+    CUDA_CHECK(cudaStreamWaitEvent(side[0], join_ev[1], 0));
+    side_forked[1] = false;
+  }
+  if (variant & 1) p.summaries.ds->copy_to_host(side[0], k);
+  if (variant & 2) p.logits_summary->copy_to_host(side[0], k);
+  cuda::record_visible(tail_done[slot], side[0]);
+  Slot& sl = slots[slot];
+  if (g.nodes.back().op == Op::Logits) {
+    CUDA_CHECK(cudaMemcpyAsync(sl.host_token, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    cuda::record_visible(sl.token_copied, stream);
+  }
+  cuda::record_visible(sl.ev_end, stream);
 }
 
 void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
@@ -879,6 +923,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   // A step whose kernels CUPTI records keeps its summaries inside it (its records then hold them).
   unsigned variant = (summaries ? 1u : 0u) | (logits_summary ? 2u : 0u);
   if (variant && d.profiling) variant |= StepPlan::kTailJoined;
+  const bool alternating = graph && StepPlan::alternates(variant);
   d.cur ^= 1;
   d.reading = d.cur;
   Impl::Slot& sl = d.slots[static_cast<size_t>(d.cur)];
@@ -886,18 +931,14 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   sl.rec = d.rec;
   sl.logits_summary = logits_summary;
   sl.capture = nullptr;
-  if (recording && !sl.ev_begin) {
-    CUDA_CHECK(cudaEventCreate(&sl.ev_begin));
-    CUDA_CHECK(cudaEventCreate(&sl.ev_end));
-  }
   if (!d.profiling && d.cupti_on) {  // the steps before were recorded: no records of this one
     cuda::KernelProfiler::get().stop();
     d.cupti_on = false;
   }
   if (graph) {  // capture before CUPTI starts collecting, so a step's records are its replay's only
     StepPlan::Captured& c = p.graphs[variant];
-    const bool stale = c.exec && d.profiling && !c.map.built;  // captured without kernel records' map
-    if (!c.exec || stale) {  // the steps in flight may replay it, and use the side streams
+    const bool stale = c.exec[0] && d.profiling && !c.map.built;  // captured without kernel records' map
+    if (!c.exec[0] || stale) {  // the steps in flight may replay it, and use the side streams
       d.sync_all("the steps in flight before a graph is captured");
       if (stale) p.drop_graph(variant);
       d.capture(g, p, variant, d.profiling, c);
@@ -909,51 +950,42 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     cuda::KernelProfiler::get().begin_step(graph);
     d.cupti_on = true;
   }
-  if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, d.stream));
-  if (variant == 0 && d.tail_in_flight) CUDA_CHECK(cudaStreamWaitEvent(d.stream, d.tail_done, 0));
-  d.tail_in_flight = false;  // this step waits for the last tail (a recorded one in enqueue)
+  // An alternating graph runs on its slot's lane, everything else on `stream`.
+  const int lane = alternating ? d.cur : 0;
+  const cudaStream_t ls = d.lanes[static_cast<size_t>(lane)];
+  d.enter_lane(lane, alternating);
+  if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, ls));
   if (chained)
-    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToDevice, d.stream));
+    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToDevice, ls));
   else
-    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream));
-  CUDA_CHECK(cudaEventRecord(p.inputs_copied, d.stream));
+    CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.host_inputs, nt * sizeof(int32_t), cudaMemcpyHostToDevice, ls));
+  CUDA_CHECK(cudaMemcpyAsync(p.positions.get(), p.host_inputs + nt, nt * sizeof(int32_t), cudaMemcpyHostToDevice, ls));
+  CUDA_CHECK(cudaEventRecord(p.inputs_copied, ls));
   d.last = &p;
   if (!graph) {
-    d.enqueue(g, p, nullptr, variant | StepPlan::kTailJoined);
+    d.enqueue(g, p, nullptr, variant | StepPlan::kTailJoined, nullptr);
     if (logits_summary) d.enqueue_logits_summary(g, p, nullptr, d.stream);
-    if (summaries) d.join_summaries();
+    d.join_summaries();
   } else {
-    CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec, d.stream));
+    CUDA_CHECK(cudaGraphLaunch(p.graphs[variant].exec[alternating ? static_cast<size_t>(d.cur) : 0], ls));
     sl.capture = &p.graphs[variant].map;
   }
-  if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_end, d.stream));
   sl.has_token = g.nodes.back().op == Op::Logits;
-  if (sl.has_token) {  // the greedy token first, ahead of the recording's copies
-    if (!sl.host_token) {
-      CUDA_CHECK(cudaMallocHost(&sl.host_token, sizeof(int32_t)));
-      CUDA_CHECK(cudaEventCreateWithFlags(&sl.token_copied, cudaEventDisableTiming));
+  // An alternating graph copies the token and the records into its slot itself (enqueue_tail).
+  if (!alternating) {
+    if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_end, ls));
+    if (sl.has_token) {  // the greedy token first, ahead of the recording's copies
+      CUDA_CHECK(cudaMemcpyAsync(sl.host_token, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, ls));
+      CUDA_CHECK(cudaEventRecord(sl.token_copied, ls));
     }
-    CUDA_CHECK(cudaMemcpyAsync(sl.host_token, p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, d.stream));
-    CUDA_CHECK(cudaEventRecord(sl.token_copied, d.stream));
-  }
-  // The deferred tail, after the step and beside the next one; the summaries' copies follow it.
-  const cudaGraphExec_t tail = graph ? p.graphs[variant].tail : nullptr;
-  cudaStream_t copies = d.stream;
-  if (tail) {
-    CUDA_CHECK(cudaEventRecord(d.step_done, d.stream));
-    CUDA_CHECK(cudaStreamWaitEvent(d.side[0], d.step_done, 0));
-    CUDA_CHECK(cudaGraphLaunch(tail, d.side[0]));
-    copies = d.side[0];
-    d.tail_in_flight = true;
+    if (summaries) p.summaries.ds->copy_to_host(ls, d.cur);
+    if (logits_summary) p.logits_summary->copy_to_host(ls, d.cur);
   }
   // Into this step's host slot: the previous step's stays readable while this one runs.
   const size_t slot = static_cast<size_t>(d.cur);
-  if (summaries) p.summaries.ds->copy_to_host(copies, d.cur);
+  if (summaries) p.summaries.ds->expect(d.cur);
   p.summaries.live[slot] = summaries;
   p.summaries.read_slot = d.cur;
-  if (logits_summary) p.logits_summary->copy_to_host(copies, d.cur);
-  if (tail) CUDA_CHECK(cudaEventRecord(d.tail_done, d.side[0]));
   sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -1036,8 +1068,9 @@ void CudaBackend::read_logits(const Graph& g, std::vector<float>& out) {
     d.host_logits_n = cols;
   }
   const float* src = d.last->out[static_cast<size_t>(last.id)].as<float>() + (last.rows() - 1) * cols;
-  CUDA_CHECK(cudaMemcpyAsync(d.host_logits, src, static_cast<size_t>(cols) * sizeof(float), cudaMemcpyDeviceToHost, d.stream));
-  cuda::sync_bounded(d.stream, "the step's kernels and the logits copy");
+  const cudaStream_t s = d.lanes[static_cast<size_t>(d.last_lane)];  // the last step's
+  CUDA_CHECK(cudaMemcpyAsync(d.host_logits, src, static_cast<size_t>(cols) * sizeof(float), cudaMemcpyDeviceToHost, s));
+  cuda::sync_bounded(s, "the step's kernels and the logits copy");
   out.assign(d.host_logits, d.host_logits + cols);
 }
 

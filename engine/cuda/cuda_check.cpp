@@ -61,6 +61,13 @@ void event_sync_bounded(cudaEvent_t e, const char* what) {
   wait_bounded([e] { return cudaEventQuery(e); }, what);
 }
 
+void record_visible(cudaEvent_t e, cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(s, &status));
+  if (status == cudaStreamCaptureStatusActive) CUDA_CHECK(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+  else CUDA_CHECK(cudaEventRecord(e, s));
+}
+
 unsigned grid_1d(int64_t total, int64_t per_block, const char* kernel) {
   if (total <= 0 || per_block <= 0) fail("CUDA kernel ", kernel, ": empty launch (", total, " items)");
   const int64_t blocks = (total + per_block - 1) / per_block;

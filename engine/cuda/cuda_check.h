@@ -25,6 +25,11 @@ void sync_bounded(cudaStream_t s, const char* what);
 // The same for an event (work recorded before it).
 void event_sync_bounded(cudaEvent_t e, const char* what);
 
+// Records `e` on `s` so that the host and other streams can wait for it: inside a stream capture
+// as an external event-record node (recorded by each launch of the graph; a plain record there
+// would only order the capture), else a plain record (the external flag is refused there).
+void record_visible(cudaEvent_t e, cudaStream_t s);
+
 // Grid size along x for `total` work items of `per_block` each, checked against the hardware
 // limit (64-bit totals: a tensor can have more than 2^31 elements).
 unsigned grid_1d(int64_t total, int64_t per_block, const char* kernel);

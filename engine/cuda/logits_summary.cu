@@ -316,7 +316,7 @@ void DeviceLogitsSummary::enqueue(const float* x, const int32_t* chosen, cudaStr
 
 void DeviceLogitsSummary::copy_to_host(cudaStream_t s, int slot) {
   CUDA_CHECK(cudaMemcpyAsync(host_[slot], record_.get(), sizeof(Record), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaEventRecord(copied_[slot], s));
+  record_visible(copied_[slot], s);
 }
 
 LogitsSummary DeviceLogitsSummary::read(int slot) const {

@@ -26,7 +26,8 @@ class DeviceLogitsSummary {
   // Two graph-capturable kernels (PDL launches) over the row x (device, n floats); chosen:
   // device pointer to the chosen token id (the greedy argmax), read when the kernels run.
   void enqueue(const float* x, const int32_t* chosen, cudaStream_t s);
-  // Copies the result into host slot 0 or 1 (not captured: steps alternate slots).
+  // Copies the result into host slot 0 or 1; graph-capturable (the copy's event is recorded as
+  // an external node).
   void copy_to_host(cudaStream_t s, int slot);
   // The summary in host slot `slot`; waits (bounded) for that slot's copy.
   LogitsSummary read(int slot) const;

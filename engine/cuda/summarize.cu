@@ -669,8 +669,8 @@ void DeviceSummaries::enqueue(cudaStream_t small, cudaStream_t chunked, size_t f
 
 void DeviceSummaries::copy_to_host(cudaStream_t s, int slot) {
   CUDA_CHECK(cudaMemcpyAsync(host_[slot], records_.get(), record_bytes_, cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaEventRecord(copied_[slot], s));
-  arrived_[slot] = false;
+  record_visible(copied_[slot], s);
+  expect(slot);
 }
 
 const unsigned char* DeviceSummaries::record(int slot, size_t i) const {

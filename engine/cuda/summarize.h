@@ -48,9 +48,11 @@ class DeviceSummaries {
   // (streams that may run side by side); streams_used says which of the two get work.
   void enqueue(cudaStream_t small, cudaStream_t chunked, size_t first, size_t end);
   std::array<bool, 2> streams_used(size_t first, size_t end) const;
-  // Copies the records into host slot (0 or 1) and marks it; not graph-captured, so each step
-  // can alternate slots.
+  // Copies the records into host slot (0 or 1); graph-capturable (the copy's event is recorded
+  // as an external node, so the host can wait for it after each launch).
   void copy_to_host(cudaStream_t s, int slot);
+  // A graph with the copy into `slot` was launched: the next read of the slot waits for it.
+  void expect(int slot) { arrived_[slot] = false; }
   // Tensor i's results from host slot `slot`; each waits (bounded) for that slot's copy.
   TensorSummary read(int slot, size_t i) const;
   std::vector<Outlier> read_outliers(int slot, size_t i) const;
