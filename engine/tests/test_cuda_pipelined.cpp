@@ -8,7 +8,9 @@
 //  - the device logits summary against summarize_logits of the synchronous run's logits row:
 //    ids, logits and the chosen rank equal, probabilities and entropy within 1e-12 relative;
 //  - callbacks in step order (begin, nodes, logits, end), and really pipelined: step N reaches
-//    the observer after step N+1 was launched.
+//    the observer after step N+1 was launched;
+//  - the same again on the same backend after an untraced run (the traced graphs alternate
+//    between two streams; the steps around them must wait for them).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -84,39 +86,13 @@ struct Log : Observer {
 
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
-class Pipelined : public ::testing::TestWithParam<bool> {};  // param: CUDA graphs on
-
-TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
-  MINFER_REQUIRE_GPU();
-  auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
-  MINFER_REQUIRE_MODEL(path);
-  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  auto m = Model::load(path);
-  CudaBackend pb(*m, MatmulPath::MMQ), sb(*m, MatmulPath::MMQ);
-  unsetenv("MINFER_NO_CUDA_GRAPH");
-  GenerateOptions opt;
-  opt.n_predict = 12;
-  opt.stop_at_eog = false;
-  Log pl, sl;
-  sl.device_logits = false;
-  const GenerateResult a = generate(*m, pb, nullptr, kPrompt, opt, &pl);
-  const GenerateResult b = generate(*m, sb, nullptr, kPrompt, opt, &sl);
-  ASSERT_EQ(a.generated, b.generated);
+// Every step of two recorded runs: the same summaries and outliers at every node (bit for bit)
+// and the same logits summary (probabilities and entropy within 1e-12 relative).
+void expect_same_steps(const Log& pl, const Log& sl) {
   ASSERT_EQ(pl.steps.size(), sl.steps.size());
-  ASSERT_EQ(pl.steps.size(), static_cast<size_t>(opt.n_predict));  // prefill + 11 decode steps
   for (size_t i = 0; i < pl.steps.size(); ++i) {
     const StepSeen &p = pl.steps[i], &s = sl.steps[i];
     SCOPED_TRACE("step " + std::to_string(i));
-    EXPECT_EQ(p.step, static_cast<int>(i));
-    EXPECT_TRUE(p.ended);
-    if (i > 0) {
-      EXPECT_TRUE(p.device_logits) << "a decode step's logits summary comes from the device";
-    }
-    EXPECT_FALSE(s.device_logits);
-    // Step N goes to the observer after step N+1 was launched (not for the last step).
-    if (i > 0 && i + 1 < pl.steps.size()) {
-      EXPECT_GT(p.begun, pl.steps[i + 1].launched) << "not pipelined";
-    }
     for (size_t n = 0; n < p.summaries.size(); ++n) {
       const TensorSummary &x = p.summaries[n], &y = s.summaries[n];
       EXPECT_TRUE(same(x.stats.min, y.stats.min) && same(x.stats.max, y.stats.max) && same(x.stats.mean, y.stats.mean) &&
@@ -143,6 +119,52 @@ TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
       EXPECT_NEAR(x.top[k].p, y.top[k].p, 1e-12 * y.top[k].p) << "top " << k;
     }
   }
+}
+
+class Pipelined : public ::testing::TestWithParam<bool> {};  // param: CUDA graphs on
+
+TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  auto m = Model::load(path);
+  CudaBackend pb(*m, MatmulPath::MMQ), sb(*m, MatmulPath::MMQ);
+  unsetenv("MINFER_NO_CUDA_GRAPH");
+  GenerateOptions opt;
+  opt.n_predict = 12;
+  opt.stop_at_eog = false;
+  Log pl, sl;
+  sl.device_logits = false;
+  const GenerateResult a = generate(*m, pb, nullptr, kPrompt, opt, &pl);
+  const GenerateResult b = generate(*m, sb, nullptr, kPrompt, opt, &sl);
+  ASSERT_EQ(a.generated, b.generated);
+  ASSERT_EQ(pl.steps.size(), sl.steps.size());
+  ASSERT_EQ(pl.steps.size(), static_cast<size_t>(opt.n_predict));  // prefill + 11 decode steps
+  for (size_t i = 0; i < pl.steps.size(); ++i) {
+    const StepSeen& p = pl.steps[i];
+    SCOPED_TRACE("step " + std::to_string(i));
+    EXPECT_EQ(p.step, static_cast<int>(i));
+    EXPECT_TRUE(p.ended);
+    if (i > 0) {
+      EXPECT_TRUE(p.device_logits) << "a decode step's logits summary comes from the device";
+    }
+    EXPECT_FALSE(sl.steps[i].device_logits);
+    // Step N goes to the observer after step N+1 was launched (not for the last step).
+    if (i > 0 && i + 1 < pl.steps.size()) {
+      EXPECT_GT(p.begun, pl.steps[i + 1].launched) << "not pipelined";
+    }
+  }
+  expect_same_steps(pl, sl);
+  // The same backend again, after an untraced run on it: the switches between the traced
+  // graphs' two lanes and everything else (eager prefill after an alternating step, untraced
+  // graph, alternating again) keep every result.
+  const GenerateResult u = generate(*m, pb, nullptr, kPrompt, opt, nullptr);
+  EXPECT_EQ(u.generated, a.generated);
+  Log again;
+  const GenerateResult c = generate(*m, pb, nullptr, kPrompt, opt, &again);
+  EXPECT_EQ(c.generated, a.generated);
+  expect_same_steps(again, pl);
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaGraphs, Pipelined, ::testing::Values(true, false),
