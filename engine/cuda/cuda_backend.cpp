@@ -860,17 +860,12 @@ void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, b
 // host and the other lane can wait for them in each launch.
 void CudaBackend::Impl::enqueue_tail(const Graph& g, StepPlan& p, unsigned variant, size_t tail_first, int k) {
   const size_t slot = static_cast<size_t>(k);
+  if ((variant & 1) && tail_first < p.summaries.node_of.size())
+    fork_summaries(p, tail_first, p.summaries.node_of.size(), nullptr);
+  // The logits summary and the copies run on side[0] after the argmax, whatever the part held.
   CUDA_CHECK(cudaEventRecord(fork_ev, stream));
   CUDA_CHECK(cudaStreamWaitEvent(side[0], fork_ev, 0));
   side_forked[0] = true;
-  if ((variant & 1) && tail_first < p.summaries.node_of.size()) {
-    const size_t end = p.summaries.node_of.size();
-    if (p.summaries.ds->streams_used(tail_first, end)[1]) {
-      CUDA_CHECK(cudaStreamWaitEvent(side[1], fork_ev, 0));
-      side_forked[1] = true;
-    }
-    p.summaries.ds->enqueue(side[0], side[1], tail_first, end);
-  }
   if (variant & 2) enqueue_logits_summary(g, p, nullptr, side[0]);
   if (side_forked[1]) {  // every part's records are written before they are copied
     CUDA_CHECK(cudaEventRecord(join_ev[1], side[1]));
@@ -980,10 +975,11 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     }
     if (summaries) p.summaries.ds->copy_to_host(ls, d.cur);
     if (logits_summary) p.logits_summary->copy_to_host(ls, d.cur);
+  } else if (summaries) {
+    p.summaries.ds->expect(d.cur);  // the graph's own copy, captured once
   }
   // Into this step's host slot: the previous step's stays readable while this one runs.
   const size_t slot = static_cast<size_t>(d.cur);
-  if (summaries) p.summaries.ds->expect(d.cur);
   p.summaries.live[slot] = summaries;
   p.summaries.read_slot = d.cur;
   sl.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
