@@ -245,9 +245,10 @@ struct Recorder::Impl {
     if (!meta.contains("minfer_version")) meta["minfer_version"] = MINFER_VERSION;
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
-    // Steps format in parallel parts well within a decode step's time, and the run flushes a
-    // step before it shows its token (flush()): one step queued is all it ever needs.
-    pipeline = std::make_unique<StepPipeline>(workers, 1);
+    // Steps format in parallel parts within about a decode step's time. The run shows a token
+    // once its step is written (caught_up(), flush()) without waiting for the writer when it
+    // can (exec/generate.cpp): two steps queued let it hand over step N while N-1 is written.
+    pipeline = std::make_unique<StepPipeline>(workers, 2);
     write_head();
   }
 
@@ -612,6 +613,8 @@ void Recorder::flush() {
   Stopwatch sw{impl_->queue_wait_ms};
   impl_->pipeline->drain();
 }
+
+bool Recorder::caught_up() { return !impl_ || impl_->pipeline->idle(); }
 
 void Recorder::finish(const nlohmann::json& timings) {
   if (!impl_) return;

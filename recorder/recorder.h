@@ -53,6 +53,7 @@ class Recorder final : public Observer {
 
   // Returns once every ended step is written to the file (the run shows a token only then).
   void flush() override;
+  bool caught_up() override;
 
   // Closes the trace: timings (docs: "timings"), "complete": true, moved to the final path.
   void finish(const nlohmann::json& timings);

@@ -58,6 +58,13 @@ void StepPipeline::drain() {
   if (error_) std::rethrow_exception(error_);
 }
 
+bool StepPipeline::idle() {
+  if (threads_.empty()) return true;
+  std::lock_guard<std::mutex> l(m_);
+  if (error_) std::rethrow_exception(error_);
+  return jobs_.empty();
+}
+
 void StepPipeline::set_error(std::exception_ptr e) {
   {
     std::lock_guard<std::mutex> l(m_);

@@ -5,11 +5,11 @@
 // workers times sooner, and the writer writes the parts in order once all are done.
 // Workers take parts through an atomic counter, not the queue's lock: a decode step has ~60
 // parts every ~0.8 ms, and a lock taken per part made the workers wait on each other.
-// submit() blocks while `max_pending` jobs are unwritten; drain() waits for all of them (the
-// recorder's flush before a token is shown).
+// submit() blocks while `max_pending` jobs are unwritten; drain() waits for all of them and
+// idle() asks without waiting (the recorder's flush and caught_up before a token is shown).
 // With 0 workers every job runs at once on the caller's thread (the CPU backend: its own
 // threads use every core). A part or write that throws stops the pipeline; the error is
-// rethrown by the next submit() or drain().
+// rethrown by the next submit(), drain() or idle().
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -41,6 +41,8 @@ class StepPipeline {
   void submit(Format format, Write write);
   // Waits until every submitted job was written; rethrows the first error.
   void drain();
+  // Whether every submitted job was written; never waits. Rethrows the first error.
+  bool idle();
 
  private:
   struct Job {

@@ -155,6 +155,8 @@ class LiveObserver final : public Observer {
     step_seconds.push_back(seconds);
     run_.log->push("step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
   }
+  void flush() override { rec_->flush(); }
+  bool caught_up() override { return rec_->caught_up(); }
   std::vector<double> step_seconds;
 
  private:

@@ -142,15 +142,28 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   r.prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
   report(prefill, s, a_draw.chosen, r.prefill_s);
   if (opt.n_predict == 0 || !forced_left()) return r;
-  // A token is shown only once its step is safe with the observer (a trace: on disk).
-  auto show = [&](int32_t token) {
-    if (obs) obs->flush();
-    if (on_token) on_token(token);
+  // Tokens read but not shown yet, oldest first. A token is shown only once its step is safe with
+  // the observer (a trace: on disk). show_due shows them all when every step handed to the
+  // observer is safe: at once if it already is (Observer::caught_up), else it waits (flush) only
+  // when told to or when more than kMaxUnshown are behind; otherwise they wait for the next call.
+  // The loop calls it where every unshown token's step has been handed over.
+  constexpr size_t kMaxUnshown = 2;
+  std::vector<int32_t> unshown;
+  auto show_due = [&](bool wait) {
+    if (unshown.empty()) return;
+    if (obs) {
+      if (wait || unshown.size() > kMaxUnshown) obs->flush();
+      else if (!obs->caught_up()) return;
+    }
+    if (on_token)
+      for (int32_t t : unshown) on_token(t);
+    unshown.clear();
   };
   next = fed(next);
   r.generated.push_back(next);
   history.push_back(next);
-  show(next);
+  unshown.push_back(next);
+  show_due(true);
 
   // Decode. A step's time runs from the previous token to its own, so what the observer costs
   // counts. Two ways a step overlaps the next one:
@@ -209,9 +222,6 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   auto last_token = clock::now();
   int pos = static_cast<int>(prompt.size());
   std::optional<Launched> flight;  // launched, its token not read yet
-  // A token read while the next step was already launched (or its step is held) is shown after
-  // the following launch: the wait for its step's record then overlaps two queued steps.
-  std::optional<int32_t> unshown;
   if (may_decode(pos)) flight = launch(plan(next, pos, 1, false));
   while (flight) {
     // Chain the next step when it will run unless this one's token ends the generation, and
@@ -222,8 +232,10 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
       if (!obs || (next_step.rec == flight->rec && b.keeps_step_results(flight->rec)))
         ahead = launch(std::move(next_step));
     }
-    if (unshown) show(*std::exchange(unshown, std::nullopt));
     next = sample_step(decode, ahead.has_value());
+    // The tokens read before this one: their steps went to the observer a step ago or more, so
+    // they are usually safe by now and the run thread does not wait for the trace writer.
+    show_due(false);
     const auto now = clock::now();
     flight->seconds = std::chrono::duration<double>(now - last_token).count();
     flight->chosen = a_draw.chosen;
@@ -240,8 +252,8 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     next = fed(next);
     r.generated.push_back(next);
     history.push_back(next);
-    if (ahead || held) unshown = next;
-    else show(next);
+    unshown.push_back(next);
+    if (!ahead && !held) show_due(true);  // its step is with the observer and nothing overlaps it
     ++pos;
     flight.reset();
     if (!may_decode(pos)) break;  // a chained step, if any, was speculative: dropped
@@ -253,7 +265,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     }
   }
   if (held) deliver(*held, false);
-  if (unshown) show(*unshown);
+  show_due(true);
   return r;
 }
 

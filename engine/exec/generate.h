@@ -34,9 +34,11 @@ struct GenerateResult {
   double decode_tok_s() const;
 };
 
-// on_token is called with each generated id once the observer has what its step left
-// (Observer::flush): as soon as it is chosen, or when the GPU runs two steps ahead (chained
-// decode with an observer) after the step that follows it is launched.
+// on_token is called with each generated id once the observer has made its step safe
+// (Observer::flush, Observer::caught_up): as soon as it is chosen, or, when its step overlaps
+// the next ones (chained or held decode steps with an observer), once the next token is read and
+// the observer has caught up; when it has not, the loop waits for it once 3 tokens are
+// unshown.
 GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
                         const std::vector<int32_t>& prompt, const GenerateOptions& opt,
                         Observer* obs, const std::function<void(int32_t)>& on_token = {});

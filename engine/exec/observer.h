@@ -193,9 +193,11 @@ class Observer {
   virtual void on_gpu_time(const StepInfo& s, const StepGpuTime& t) { (void)s; (void)t; }
   virtual void on_step_end(const StepInfo& s, double seconds) { (void)s; (void)seconds; }
   // Returns once what every ended step left with the observer is safe (a recorder: written to
-  // its file). The generation loop calls it before it shows a token, so a run killed at any
-  // moment has recorded every step whose token was shown.
+  // its file). The generation loop calls it, or sees caught_up(), before it shows a token, so a
+  // run killed at any moment has recorded every step whose token was shown.
   virtual void flush() {}
+  // Whether flush() would return at once; never waits.
+  virtual bool caught_up() { return true; }
 };
 
 }  // namespace minfer

@@ -10,6 +10,8 @@
 
 #include <array>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cpu/cpu_backend.h"
 #include "exec/generate.h"
@@ -92,13 +94,19 @@ struct StepCounter : Observer {
   void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
 };
 
-// Counts ended steps and what a flush covered; reads no node outputs.
+// Counts ended steps and how many are safe; reads no node outputs. Its writer makes one more
+// step safe each time caught_up() is asked every `pace` calls (0: only flush() does).
 struct FlushCounter : Observer {
-  int ended = 0, flushed = 0;
+  int ended = 0, flushed = 0, pace = 1, asked = 0;
+  explicit FlushCounter(int p = 1) : pace(p) {}
   bool wants(const Node&) const override { return false; }
   void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
   void on_step_end(const StepInfo&, double) override { ++ended; }
   void flush() override { flushed = ended; }
+  bool caught_up() override {
+    if (pace > 0 && ++asked % pace == 0 && flushed < ended) ++flushed;
+    return flushed == ended;
+  }
 };
 
 const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576};
@@ -168,26 +176,34 @@ TEST_F(GenerateChained, NotWhenTheObserverReadsStepsTheBackendDoesNotKeep) {
 }
 
 TEST_F(GenerateChained, ShowsATokenOnlyAfterItsStepWasFlushed) {
-  // Every loop path: synchronous, held (the backend keeps results), chained, chained and held.
+  // Every loop path: synchronous, held (the backend keeps results), chained, chained and held;
+  // an observer that is always caught up, one that catches up on every other question, one
+  // that never does without a flush.
   for (bool chain : {false, true})
-    for (bool keeps : {false, true}) {
-      GenerateOptions opt;
-      opt.n_predict = 8;
-      opt.stop_at_eog = false;
-      ChainingCpu b(*m_, chain, keeps);
-      FlushCounter obs;
-      int shown = 0;
-      const GenerateResult r = generate(*m_, b, nullptr, kPrompt, opt, &obs, [&](int32_t) {
-        // Token i comes from step i (0: the prefill): steps 0..i were flushed, and at most the
-        // two steps after it were launched (prefill is launch 1).
-        EXPECT_GE(obs.flushed, shown + 1) << "token " << shown << ", chain " << chain << ", keeps " << keeps;
-        EXPECT_LE(b.launches, shown + 3) << "token " << shown << " shown late, chain " << chain << ", keeps " << keeps;
-        ++shown;
-      });
-      EXPECT_EQ(shown, 8);
-      EXPECT_EQ(obs.ended, 8) << "every step ended once";
-      EXPECT_EQ(b.chained > 0, chain && keeps) << "chain " << chain << ", keeps " << keeps;
-    }
+    for (bool keeps : {false, true})
+      for (int pace : {1, 2, 0}) {
+        GenerateOptions opt;
+        opt.n_predict = 12;
+        opt.stop_at_eog = false;
+        ChainingCpu b(*m_, chain, keeps);
+        FlushCounter obs(pace);
+        std::vector<int32_t> shown;
+        const std::string where = "chain " + std::to_string(chain) + ", keeps " + std::to_string(keeps) +
+                                  ", pace " + std::to_string(pace);
+        const GenerateResult r = generate(*m_, b, nullptr, kPrompt, opt, &obs, [&](int32_t t) {
+          // Token i comes from step i (0: the prefill): steps 0..i are safe. When the observer
+          // is caught up, it is shown once token i+1 is read (step i+2 may be launched: launch
+          // i+3, prefill being launch 1); else at the latest once token i+3 is read (the loop
+          // waits when 3 tokens are unshown).
+          const int i = static_cast<int>(shown.size());
+          EXPECT_GE(obs.flushed, i + 1) << "token " << i << ", " << where;
+          EXPECT_LE(b.launches, i + (pace == 1 ? 3 : 5)) << "token " << i << " shown late, " << where;
+          shown.push_back(t);
+        });
+        EXPECT_EQ(shown, r.generated) << "every token once, in order, " << where;
+        EXPECT_EQ(obs.ended, 12) << "every step ended once, " << where;
+        EXPECT_EQ(b.chained > 0, chain && keeps) << where;
+      }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The recorder's step pipeline (formatting on workers, writing in order): every job is written
 // exactly once and in submission order even when later jobs format faster; a job's parts format
 // on different workers at once and reach the writer in their order; a failing part's
-// error reaches the caller; submit() blocks once max_pending jobs are unwritten. And the
+// error reaches the caller; submit() blocks once max_pending jobs are unwritten; idle() says
+// whether all is written without waiting. And the
 // recorder's steps, formatted in parts on workers, are the same bytes as formatted inline.
 #include <gtest/gtest.h>
 
@@ -91,6 +92,36 @@ TEST(StepPipeline, BoundsTheQueue) {
   producer.join();
   p.drain();
   EXPECT_EQ(submitted.load(), 6);
+}
+
+TEST(StepPipeline, IdleSaysWhetherEverythingIsWrittenWithoutWaiting) {
+  for (int workers : {0, 2}) {
+    std::atomic<bool> release{false};
+    StepPipeline p(workers, 4);
+    EXPECT_TRUE(p.idle());
+    if (workers > 0) {
+      p.submit(
+          [&] {
+            while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            return std::string();
+          },
+          [](std::vector<std::string>&) {});
+      EXPECT_FALSE(p.idle()) << "a job is still formatting";  // returned: it did not wait for it
+      release = true;
+      p.drain();
+    } else {
+      p.submit([] { return std::string(); }, [](std::vector<std::string>&) {});  // inline: written at once
+    }
+    EXPECT_TRUE(p.idle()) << workers << " workers";
+  }
+  StepPipeline w(2, 4);
+  w.submit([] { return std::string("x"); }, [](std::vector<std::string>&) { throw std::runtime_error("write failed"); });
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 5000 && !w.idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      std::runtime_error)
+      << "idle() reports the writer's error";
 }
 
 namespace {
