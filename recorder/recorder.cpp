@@ -600,6 +600,7 @@ StepRecording Recorder::recording(const StepInfo& s) const {
   r.kernels = impl_->kernel_filter.contains(s.step);
   r.outliers = impl_->opts.outliers;
   r.logits_top_k = impl_->opts.top_k;
+  r.step_by_step = impl_->opts.step_by_step;
   return r;
 }
 

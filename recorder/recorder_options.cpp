@@ -19,7 +19,8 @@ SummarySpec RecorderOptions::spec() const {
 nlohmann::json RecorderOptions::to_json() const {
   return {{"grid_rows", grid_rows}, {"grid_cols", grid_cols}, {"hist_bins", hist_bins},
           {"top_k", top_k},         {"nodes", nodes},         {"steps", steps},
-          {"stats_only", stats_only}, {"outliers", outliers}, {"kernel_steps", kernel_steps}};
+          {"stats_only", stats_only}, {"outliers", outliers}, {"kernel_steps", kernel_steps},
+          {"step_by_step", step_by_step}};
 }
 
 const char* RecorderOptions::usage() {
@@ -35,7 +36,9 @@ const char* RecorderOptions::usage() {
          "  MINFER_TRACE_STATS_ONLY=1    --trace-stats-only    statistics only (no grids, histograms)\n"
          "  MINFER_TRACE_OUTLIERS=K      --trace-outliers K    largest-|x| elements per node (default 8)\n"
          "  MINFER_TRACE_KERNELS=LIST    --trace-kernels LIST  steps with per-kernel GPU records (CUPTI;\n"
-         "                                                     cuda only; default 0-1; none = off)\n";
+         "                                                     cuda only; default 0-1; none = off)\n"
+         "  MINFER_TRACE_STEP_BY_STEP=1  --trace-step-by-step  each step written before the next runs\n"
+         "                                                     (a kill loses at most one step; slower)\n";
 }
 
 namespace {
@@ -90,6 +93,8 @@ void apply(RecorderOptions& o, const std::string& key, const std::string& v, con
     o.outliers = parse_count(v, what, 1024);
   } else if (key == "stats-only") {
     o.stats_only = parse_bool(v, what);
+  } else if (key == "step-by-step") {
+    o.step_by_step = parse_bool(v, what);
   } else {
     fail("unknown option ", what, "\n", RecorderOptions::usage());
   }
@@ -100,7 +105,8 @@ constexpr std::pair<const char*, const char*> kEnv[] = {
     {"MINFER_TRACE", "trace"},       {"MINFER_TRACE_NODES", "nodes"},
     {"MINFER_TRACE_GRID", "grid"},   {"MINFER_TRACE_BINS", "bins"},
     {"MINFER_TRACE_TOPK", "topk"},   {"MINFER_TRACE_STEPS", "steps"},
-    {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"}};
+    {"MINFER_TRACE_STATS_ONLY", "stats-only"}, {"MINFER_TRACE_OUTLIERS", "outliers"}, {"MINFER_TRACE_KERNELS", "kernels"},
+    {"MINFER_TRACE_STEP_BY_STEP", "step-by-step"}};
 
 }  // namespace
 
@@ -133,7 +139,7 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
       name = name.substr(0, eq);
     }
     const std::string key = name == "trace" ? "trace" : name.substr(6);  // strip "trace-"
-    if (key == "stats-only") {
+    if (key == "stats-only" || key == "step-by-step") {  // switches: a value only as --flag=VALUE
       apply(o, key, inline_value ? value : "1", "--" + name);
       continue;
     }

@@ -5,14 +5,15 @@
 #   scripts/bench-trace-overhead.sh BUILD_DIR MODEL [N_DECODE=32] [R=3] [BACKEND=auto]
 # Configurations: off (no trace); stats (statistics only); full (the default options: stats +
 # grids + histograms, and on cuda CUPTI kernel records on steps 0-1); on cuda also
-# full-no-cupti (MINFER_TRACE_KERNELS=none) and cupti-all (kernel records on every step).
+# full-no-cupti (MINFER_TRACE_KERNELS=none), cupti-all (kernel records on every step) and
+# step-by-step (the default options, each step written before the next is launched).
 set -euo pipefail
 B=${1:?usage: bench-trace-overhead.sh BUILD_DIR MODEL [N] [R] [BACKEND]}; M=${2:?}; N=${3:-32}; R=${4:-3}
 BACKEND=${5:-auto}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 MODES=(off stats full)
-[ "$BACKEND" = cuda ] && MODES+=(full-no-cupti cupti-all)
+[ "$BACKEND" = cuda ] && MODES+=(full-no-cupti cupti-all step-by-step)
 run() {  # $1 = mode; prints the median decode tokens/s
   local mode=$1 env=()
   case $mode in
@@ -20,6 +21,7 @@ run() {  # $1 = mode; prints the median decode tokens/s
     full) env=(MINFER_TRACE="$T/t.json") ;;
     full-no-cupti) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=none) ;;
     cupti-all) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_KERNELS=all) ;;
+    step-by-step) env=(MINFER_TRACE="$T/t.json" MINFER_TRACE_STEP_BY_STEP=1) ;;
   esac
   env "${env[@]}" "$B/bin/minfer-bench" "$M" -p 16 -n "$N" -r "$R" --backend "$BACKEND" --json > "$T/bench.json" 2> "$T/bench.err" ||
     { echo "bench-trace-overhead: minfer-bench failed in mode $mode:" >&2; cat "$T/bench.err" >&2; return 1; }

@@ -186,6 +186,8 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     report(decode, l.s, l.chosen, l.seconds);
   };
   const bool chain = device_greedy && !opt.forced && b.chains_greedy_token();
+  // Whether a step recorded so may overlap the next (launched before it reaches the observer).
+  auto may_overlap = [&](const StepRecording& rec) { return b.keeps_step_results(rec) && !rec.step_by_step; };
   // The decode step at `pos` fed `token` (token_on_device: the last launched step's pick, not
   // read yet), with what the observer will read of it.
   auto plan = [&](int32_t token, int pos, int step, bool token_on_device) {
@@ -229,7 +231,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     std::optional<Launched> ahead;
     if (chain && static_cast<int>(r.generated.size()) + 1 < opt.n_predict && pos + 1 < m.hp.n_ctx) {
       Launched next_step = plan(-1, pos + 1, flight->s.step + 1, true);
-      if (!obs || (next_step.rec == flight->rec && b.keeps_step_results(flight->rec)))
+      if (!obs || (next_step.rec == flight->rec && may_overlap(flight->rec)))
         ahead = launch(std::move(next_step));
     }
     next = sample_step(decode, ahead.has_value());
@@ -244,7 +246,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     if (ahead) {
       deliver(*flight, true);
     } else if (device_greedy && obs) {
-      if (b.keeps_step_results(flight->rec)) held = std::move(flight);
+      if (may_overlap(flight->rec)) held = std::move(flight);
       else deliver(*flight, false);
     } else {
       report(decode, flight->s, a_draw.chosen, flight->seconds);

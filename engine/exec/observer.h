@@ -80,6 +80,8 @@ struct StepRecording {
   int logits_top_k = 0;    // > 0: the logits summary (exec/logits_summary.h) with this many top
                            // entries; a backend that computes it in the step hands it over in
                            // StepLogits::summary instead of the logits row
+  bool step_by_step = false;  // the step is safe with the observer (flush) before the next is
+                              // launched: no overlap, so a kill loses at most the step in flight
   bool operator==(const StepRecording&) const = default;
 };
 

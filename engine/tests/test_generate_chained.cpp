@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,12 +37,14 @@ class ChainingCpu final : public Backend {
   ChainingCpu(const Model& m, bool chain, bool keeps = false) : inner_(m, MatmulPath::MMQ), chain_(chain), keeps_(keeps) {}
   std::map<int, int32_t> pick_at;  // launch number (1 = prefill) -> the pick the "device" makes instead
   int launches = 0, chained = 0;
+  std::function<void()> before_launch;  // a test's check at every run_step
 
   std::string name() const override { return "chaining-cpu"; }
   std::string device() const override { return inner_.device(); }
   MatmulPath matmul_path() const override { return inner_.matmul_path(); }
   void reserve_context(int64_t n) override { inner_.reserve_context(n); }
   void run_step(const Graph& g, const StepInfo& s) override {
+    if (before_launch) before_launch();
     StepInfo t = s;
     if (s.token_on_device) {
       EXPECT_TRUE(last_one_token_ && g.n_tokens == 1) << "a chained step must follow a one-token step";
@@ -98,7 +101,13 @@ struct StepCounter : Observer {
 // step safe each time caught_up() is asked every `pace` calls (0: only flush() does).
 struct FlushCounter : Observer {
   int ended = 0, flushed = 0, pace = 1, asked = 0;
+  bool step_by_step = false;  // what recording() asks for
   explicit FlushCounter(int p = 1) : pace(p) {}
+  StepRecording recording(const StepInfo&) const override {
+    StepRecording r;
+    r.step_by_step = step_by_step;
+    return r;
+  }
   bool wants(const Node&) const override { return false; }
   void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
   void on_step_end(const StepInfo&, double) override { ++ended; }
@@ -204,6 +213,31 @@ TEST_F(GenerateChained, ShowsATokenOnlyAfterItsStepWasFlushed) {
         EXPECT_EQ(obs.ended, 12) << "every step ended once, " << where;
         EXPECT_EQ(b.chained > 0, chain && keeps) << where;
       }
+}
+
+TEST_F(GenerateChained, StepByStepWritesEveryStepBeforeTheNextIsLaunched) {
+  // A backend that could chain and hold, an observer whose writer never catches up by itself:
+  // every launch still finds every ended step flushed, and every token shown right away.
+  GenerateOptions opt;
+  opt.n_predict = 8;
+  opt.stop_at_eog = false;
+  ChainingCpu b(*m_, true, true);
+  FlushCounter obs(0);
+  obs.step_by_step = true;
+  b.before_launch = [&] { EXPECT_EQ(obs.flushed, obs.ended) << "launch " << b.launches + 1 << " before the last step was written"; };
+  int shown = 0;
+  const GenerateResult r = generate(*m_, b, nullptr, kPrompt, opt, &obs, [&](int32_t) {
+    EXPECT_EQ(b.launches, shown + 1) << "token " << shown << " shown after a later step was launched";
+    ++shown;
+  });
+  EXPECT_EQ(shown, 8);
+  EXPECT_EQ(b.chained, 0);
+  EXPECT_EQ(obs.ended, 8);
+  // The same backend and observer without the option overlap steps.
+  ChainingCpu c(*m_, true, true);
+  FlushCounter fast(0);
+  generate(*m_, c, nullptr, kPrompt, opt, &fast);
+  EXPECT_GT(c.chained, 0);
 }
 
 }  // namespace

@@ -287,7 +287,14 @@ TEST(RecorderOptions, EnvThenFlagsWithTheRestLeftForTheCli) {
   EXPECT_TRUE(o.stats_only);
   EXPECT_EQ(o.spec().grid_rows, 0);
   EXPECT_EQ(args, (std::vector<std::string>{"model.gguf", "hi", "-n", "4"}));
+  EXPECT_FALSE(o.step_by_step);
 
+  // A switch takes no separate value: the next argument stays the CLI's.
+  std::vector<std::string> sw = {"--trace-step-by-step", "m.gguf"};
+  EXPECT_TRUE(RecorderOptions::from_env_and_args({}, sw).step_by_step);
+  EXPECT_EQ(sw, (std::vector<std::string>{"m.gguf"}));
+  std::vector<std::string> off = {"--trace-step-by-step=0"};
+  EXPECT_FALSE(RecorderOptions::from_env_and_args({{"MINFER_TRACE_STEP_BY_STEP", "1"}}, off).step_by_step);
   std::vector<std::string> none = {"m", "p"};
   EXPECT_FALSE(RecorderOptions::from_env_and_args({}, none).enabled());
   auto bad = [](std::map<std::string, std::string> e, std::vector<std::string> a) {
@@ -309,12 +316,15 @@ TEST(RecorderOptions, EveryVariableIsReadFromTheProcessEnvironment) {
   setenv("MINFER_TRACE", "proc.json", 1);
   setenv("MINFER_TRACE_KERNELS", "none", 1);
   setenv("MINFER_TRACE_OUTLIERS", "3", 1);
+  setenv("MINFER_TRACE_STEP_BY_STEP", "1", 1);
   std::vector<std::string> args;
   const RecorderOptions o = RecorderOptions::from_env_and_args(args);
   unsetenv("MINFER_TRACE");
   unsetenv("MINFER_TRACE_KERNELS");
   unsetenv("MINFER_TRACE_OUTLIERS");
+  unsetenv("MINFER_TRACE_STEP_BY_STEP");
   EXPECT_EQ(o.path, "proc.json");
   EXPECT_EQ(o.kernel_steps, "none");
   EXPECT_EQ(o.outliers, 3);
+  EXPECT_TRUE(o.step_by_step);
 }
