@@ -110,6 +110,10 @@ constexpr std::pair<const char*, const char*> kEnv[] = {
 
 }  // namespace
 
+bool RecorderOptions::is_trace_switch(std::string_view a) {
+  return a == "--trace-stats-only" || a == "--trace-step-by-step";
+}
+
 bool RecorderOptions::is_trace_flag(std::string_view a) {
   return a == "--trace" || a.starts_with("--trace-") || a.starts_with("--trace=");
 }
@@ -139,7 +143,7 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
       name = name.substr(0, eq);
     }
     const std::string key = name == "trace" ? "trace" : name.substr(6);  // strip "trace-"
-    if (key == "stats-only" || key == "step-by-step") {  // switches: a value only as --flag=VALUE
+    if (is_trace_switch("--" + name)) {
       apply(o, key, inline_value ? value : "1", "--" + name);
       continue;
     }

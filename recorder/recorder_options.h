@@ -43,6 +43,9 @@ struct RecorderOptions {
   static RecorderOptions from_env_and_args(const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& args);
   static bool is_trace_flag(std::string_view arg);  // "--trace", "--trace-*", "--trace=..."
+  // A trace flag that takes no separate value (--trace-stats-only, --trace-step-by-step; a
+  // value only as --flag=VALUE).
+  static bool is_trace_switch(std::string_view arg);
   static const char* usage();                       // help text for the CLI
 };
 

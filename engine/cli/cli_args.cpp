@@ -6,6 +6,7 @@
 
 #include "cli/backend_choice.h"
 #include "core/error.h"
+#include "recorder_options.h"
 
 namespace minfer {
 namespace {
@@ -34,7 +35,7 @@ const char* cli_usage() {
          "              [--dump-graph FILE] [--trace FILE] [--trace-nodes PATTERN]\n"
          "              [--trace-grid ROWSxCOLS] [--trace-bins N] [--trace-topk K]\n"
          "              [--trace-steps LIST] [--trace-stats-only] [--trace-outliers K]\n"
-         "              [--trace-kernels LIST]\n"
+         "              [--trace-kernels LIST] [--trace-step-by-step]\n"
          "              [--compare-path mmq|f32|f16] [--tokens-from TRACE.json]\n"
          "       minfer MODEL.gguf --tokens-from TRACE.json [...]   (the trace's prompt)\n"
          "       minfer tokenize MODEL.gguf (TEXT | --file F)\n"
@@ -81,7 +82,7 @@ CliOptions parse_cli(int argc, char** argv) {
     else if (f == "--quiet") o.stats_only_output = true;
     else if (f == "--compare-path") o.compare_path = value(f);
     else if (f == "--tokens-from") o.tokens_from = value(f);
-    else if (f == "--trace-stats-only" || (f.rfind("--trace", 0) == 0 && f.find('=') != std::string::npos))
+    else if (trace::RecorderOptions::is_trace_switch(f) || (f.rfind("--trace", 0) == 0 && f.find('=') != std::string::npos))
       o.trace_args.push_back(f);  // the recorder parses --trace-x=value itself
     else if (f.rfind("--trace", 0) == 0) {
       o.trace_args.push_back(f);

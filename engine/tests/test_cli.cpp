@@ -143,6 +143,22 @@ TEST(Cli, TraceIsRecordedAndValidates) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
+// A switch takes no value: the prompt after it stays the prompt, and the trace says so.
+TEST(Cli, TraceStepByStepIsASwitch) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("step-by-step");
+  const std::string t = (d / "t.json").string();
+  CmdResult r = sh(kBin + "minfer " + p + " --trace " + t + " --trace-step-by-step 'Hello there' -n 3 --quiet", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["meta"]["options"]["step_by_step"], true);
+  EXPECT_EQ(j["meta"]["prompt"], "Hello there");
+  EXPECT_EQ(j["steps"].size(), 3u);
+  r = sh(kBin + "minfer-trace validate " + t, d);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
 TEST(Cli, KillDuringRecordingLeavesAReadableTrace) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
