@@ -293,7 +293,7 @@ struct CudaBackend::Impl {
   void join_summaries();
   bool prepare_logits_summary(const Graph& g, StepPlan& p);
   void enqueue_logits_summary(const Graph& g, StepPlan& p, cuda::CaptureRecorder* cap, cudaStream_t s);
-  void capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c);
+  void capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map);  // into p.graphs[variant]
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
@@ -824,7 +824,8 @@ cudaGraphExec_t instantiate(cudaGraph_t graph, const char* what) {
 }
 }  // namespace
 
-void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map, StepPlan::Captured& c) {
+void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, bool with_map) {
+  StepPlan::Captured& c = p.graphs[variant];
   const bool alternating = StepPlan::alternates(variant);
   try {
     for (int k = 0; k < (alternating ? 2 : 1); ++k) {
@@ -844,9 +845,7 @@ void CudaBackend::Impl::capture(const Graph& g, StepPlan& p, unsigned variant, b
       c.exec[static_cast<size_t>(k)] = instantiate(graph, "cudaGraphInstantiate (decode step)");
     }
   } catch (...) {  // one slot's graph without the other's would replay half the alternation
-    for (cudaGraphExec_t& e : c.exec)
-      if (e) cudaGraphExecDestroy(e);
-    c = StepPlan::Captured{};
+    p.drop_graph(variant);
     throw;
   }
 }
@@ -936,7 +935,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
     if (!c.exec[0] || stale) {  // the steps in flight may replay it, and use the side streams
       d.sync_all("the steps in flight before a graph is captured");
       if (stale) p.drop_graph(variant);
-      d.capture(g, p, variant, d.profiling, c);
+      d.capture(g, p, variant, d.profiling);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
