@@ -1,4 +1,6 @@
 // minfer-trace: validate, summarize, compare and export recorded traces.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include "trace_check.h"
 #include "trace_diff.h"
 #include "trace_load.h"
+#include "trace_recover.h"
 #include "trace_schema.h"
 #include "trace_summary.h"
 
@@ -33,6 +36,8 @@ const char* kUsage =
     "  diff T [...]                           a paired trace (minfer --compare-path): A against its\n"
     "                                         reference, full-tensor metrics and local errors\n"
     "  export-perfetto FILE [-o OUT]          Chrome trace-event JSON (ui.perfetto.dev)\n"
+    "  recover FILE                           a killed CUDA run: add the steps its journal\n"
+    "                                         (FILE.partial.journal) holds to FILE.partial\n"
     "FILE may be .json or .json.gz; unfinished (.partial) traces are accepted. Before any command:\n"
     "  --max-trace-bytes N[K|M|G]             largest JSON text read (inflated size for .gz; default\n"
     "                                         256M, or MINFER_TRACE_MAX_BYTES)\n"
@@ -49,11 +54,19 @@ std::string base_name(const std::string& p) {
 
 tr::ReadOptions g_read;  // --max-trace-bytes, set once in run()
 
+// A killed CUDA run's .partial lacks the steps still in its journal.
+void warn_if_journal(const std::string& path) {
+  const std::string j = path + ".journal";
+  if (path.size() > 8 && path.compare(path.size() - 8, 8, ".partial") == 0 && ::access(j.c_str(), F_OK) == 0)
+    std::cerr << path << ": warning: " << j << " may hold steps this file lacks: minfer-trace recover " << path << "\n";
+}
+
 // A trace for the readers: version 2 or 3 and valid (they index fields without checking each).
 json load_valid(const std::string& path) {
   tr::LoadInfo li;
   json t = tr::load_checked_trace(path, &li, g_read);
   if (li.salvaged) std::cerr << path << ": warning: cut mid-step; read up to its last whole step\n";
+  warn_if_journal(path);
   return t;
 }
 
@@ -67,6 +80,7 @@ int cmd_validate(std::vector<std::string> args) {
   if (file.empty()) throw UsageError("validate: missing FILE");
   tr::LoadInfo li;
   const json t = tr::load_trace(file, &li, g_read);
+  warn_if_journal(file);
   if (t["version"] != 2 && t["version"] != 3)
     minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (versions ", tr::validated_versions(), ")");
   std::vector<std::string> errs;
@@ -229,6 +243,15 @@ int cmd_export(std::vector<std::string> args) {
   return 0;
 }
 
+int cmd_recover(std::vector<std::string> args) {
+  if (args.size() != 1) throw UsageError("recover: expected exactly one FILE");
+  const tr::RecoverResult r = tr::recover_trace(args[0], g_read);
+  std::cout << r.partial << ": " << r.steps_in_file << " whole steps in the file, " << r.steps_recovered
+            << " recovered from its journal: " << r.steps_in_file + r.steps_recovered
+            << " steps (still UNFINISHED: the run did not end)\n";
+  return 0;
+}
+
 int run(std::vector<std::string> args) {
   if (args.empty()) throw UsageError("missing COMMAND");
   if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -249,6 +272,7 @@ int run(std::vector<std::string> args) {
   else if (cmd == "summary") rc = cmd_summary(args);
   else if (cmd == "diff") rc = cmd_diff(args);
   else if (cmd == "export-perfetto") rc = cmd_export(args);
+  else if (cmd == "recover") rc = cmd_recover(args);
   else throw UsageError("unknown command '" + cmd + "'");
   tr::finish_stdout();  // a lost write to stdout is a failure, whatever the command said
   return rc;

@@ -17,6 +17,8 @@
 #include "logits_compare.h"
 #include "exec/logits_summary.h"
 #include "selection.h"
+#include "step_journal.h"
+#include "step_json.h"
 #include "step_pipeline.h"
 #include "trace_file.h"
 
@@ -56,79 +58,6 @@ const char* no_output_reason(const Node& n) {
   return "no_buffer";
 }
 
-void append_key(std::string& o, const char* key) {
-  o += '"';
-  o += key;
-  o += "\":";
-}
-
-void append_summary(std::string& o, const TensorSummary& t, int64_t rows, int64_t cols, const SummarySpec& spec) {
-  const TensorStats& s = t.stats;
-  append_key(o, "stats");
-  o += "{\"min\":"; append_number(o, s.min);
-  o += ",\"max\":"; append_number(o, s.max);
-  o += ",\"mean\":"; append_number(o, s.mean);
-  o += ",\"absmean\":"; append_number(o, s.absmean);
-  o += ",\"std\":"; append_number(o, s.std);
-  o += ",\"count\":"; append_int(o, s.count);
-  o += ",\"nan\":"; append_int(o, s.nan);
-  o += ",\"inf\":"; append_int(o, s.inf);
-  o += '}';
-  if (spec.grid_rows > 0 && spec.grid_cols > 0) {
-    const ValueGrid& g = t.grid;
-    o += ",\"grid\":{\"rows\":"; append_int(o, g.rows);
-    o += ",\"cols\":"; append_int(o, g.cols);
-    o += ",\"row_stride\":"; append_int(o, g.row_stride);
-    o += ",\"col_stride\":"; append_int(o, g.col_stride);
-    o += ",\"shape\":["; append_int(o, rows);
-    o += ','; append_int(o, cols);
-    o += "],\"values\":[";
-    for (size_t i = 0; i < g.values.size(); ++i) {
-      if (i) o += ',';
-      append_number(o, g.values[i]);
-    }
-    o += "]}";
-  }
-  if (spec.hist_bins > 0) {
-    const Histogram& h = t.hist;
-    o += ",\"hist\":{\"lo\":"; append_number(o, h.lo);
-    o += ",\"hi\":"; append_number(o, h.hi);
-    o += ",\"counts\":[";
-    for (size_t i = 0; i < h.counts.size(); ++i) {
-      if (i) o += ',';
-      append_int(o, h.counts[i]);
-    }
-    o += "],\"underflow\":"; append_int(o, h.underflow);
-    o += ",\"overflow\":"; append_int(o, h.overflow);
-    o += '}';
-  }
-}
-// What a node record holds, gathered on the run's thread right after the step (summaries come
-// from where the tensors live: cheap on both backends) and formatted later on a worker.
-struct NodeData {
-  int id = -1;
-  int64_t rows = 0, cols = 0;
-  NodeTime time;
-  const char* no_output = nullptr;  // set: a record without output
-  TensorSummary summary;
-  std::optional<TensorSummary> ref;                     // paired
-  std::optional<TensorCompare> full, local;             // paired
-  std::vector<Outlier> outliers;
-  bool ref_present = false;                             // outliers carry the reference's values
-  std::optional<BlockScales> act_scales;
-};
-
-// One step's logits as the recorder keeps them until formatting (copies: the caller's buffers
-// are reused by the next step).
-struct LogitsData {
-  std::vector<float> logits, sampled;  // sampled: the penalized logits, when known
-  std::optional<LogitsSummary> summary;  // computed by the backend: `logits` stays empty
-  int32_t chosen = -1;
-  float temperature = 0, repeat_penalty = 1;
-  bool has_sampled = false;
-  bool sampled_is_raw = false;  // the draw used the logits as they are: `sampled` stays empty
-};
-
 LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
   LogitsData d;
   d.logits.assign(x, x + n);
@@ -143,25 +72,6 @@ LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledL
   return d;
 }
 
-// Everything of a finished step the writer needs.
-struct StepData {
-  StepInfo info;
-  double seconds = 0;
-  std::string graph_id;
-  double start_ms = 0;
-  bool selected = false;
-  std::vector<NodeData> nodes;  // execution order
-  std::optional<LogitsData> logits, ref_logits;
-  StepGpuTime gpu;
-  std::vector<NodeGpuTime> node_gpu;  // by node id, from gpu.kernels: once per step, for every part
-};
-
-// Node records per formatting part. A fixed count keeps a step's bytes the same on every machine
-// and lets the inline (CPU) runs cover the joins too; a 0.5b decode step (~500 nodes) makes
-// ~60 parts of ~0.1 ms each: the workers finish a step about together (with 16 parts, two
-// rounds on 14 workers took longer than the ~0.8 ms the next step takes), and each part is
-// still well above the cost of handing it over.
-constexpr size_t kNodesPerPart = 8;
 
 int pipeline_workers(const nlohmann::json& meta) {
   // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
@@ -195,6 +105,7 @@ struct Recorder::Impl {
   StepFilter kernel_filter;
   nlohmann::json meta;
   TokenText token_text;
+  StepFormatter formatter;
   TraceFile file;
   Clock::time_point t0 = Clock::now();
   std::unique_ptr<StepPipeline> pipeline;
@@ -208,6 +119,13 @@ struct Recorder::Impl {
   // Per step, from the run's hand-over to the end of its write: what a kill -9 at that moment
   // would lose (the writer thread's only, read after drain()).
   std::vector<double> to_disk_ms;
+  // A pipelined run's journal (step_journal.h): every head and ended step, appended on the run's
+  // thread before it is handed to the pipeline, so a kill loses no ended step. Null on an inline
+  // (CPU) run, whose steps are written before on_step_end returns, and when meta does not give
+  // the vocabulary's size (model.hparams.n_vocab) the journal's token texts need.
+  std::unique_ptr<StepJournal> journal;
+  int64_t steps_submitted = 0;  // the trace file's number of the next step
+  double journal_ms = 0;
 
   struct KnownGraph {
     std::string id;
@@ -233,6 +151,7 @@ struct Recorder::Impl {
         kernel_filter(opts.kernel_steps, "trace kernels"),
         meta(std::move(m)),
         token_text(std::move(tt)),
+        formatter(StepFormat{spec, opts.top_k, opts.outliers}, token_text),
         file(opts.path) {
     if (!meta.is_object()) meta = nlohmann::json::object();
     meta["options"] = opts.to_json();
@@ -249,10 +168,32 @@ struct Recorder::Impl {
     // once its step is written (caught_up(), flush()) without waiting for the writer when it
     // can (exec/generate.cpp): two steps queued let it hand over step N while N-1 is written.
     pipeline = std::make_unique<StepPipeline>(workers, 2);
+    if (workers > 0) open_journal();
     write_head();
   }
 
-  std::string text_of(int32_t id) const { return token_text ? token_text(id) : std::string(); }
+  void open_journal() {
+    const auto hp = meta.find("model");
+    const int64_t n_vocab =
+        hp != meta.end() && hp->is_object() && hp->contains("hparams") && (*hp)["hparams"].is_object()
+            ? (*hp)["hparams"].value("n_vocab", int64_t{0})
+            : 0;
+    if (n_vocab <= 0) return;
+    Stopwatch sw{journal_ms};
+    std::vector<std::string> vocab(static_cast<size_t>(n_vocab));
+    if (token_text)
+      for (int64_t i = 0; i < n_vocab; ++i) vocab[static_cast<size_t>(i)] = token_text(static_cast<int32_t>(i));
+    journal = std::make_unique<StepJournal>(file.partial_path() + ".journal", formatter.format(), vocab);
+  }
+
+  // Journals a job about to be handed to the pipeline; when the pipeline has written every
+  // earlier one, the journal starts over first (it then holds this job alone).
+  template <class Append> void journal_job(Append append) {
+    if (!journal) return;
+    Stopwatch sw{journal_ms};
+    if (pipeline->idle()) journal->start_over();
+    append(*journal);
+  }
 
   void write_head() {
     std::string h = "{\"format\":\"minfer-trace\",\"version\":3,\n\"meta\":";
@@ -263,6 +204,7 @@ struct Recorder::Impl {
       h += dump(graphs[i].json);
     }
     h += "],\n\"steps\":[";
+    journal_job([&](StepJournal& j) { j.append_head(steps_submitted, h); });
     // In order with the steps: the writer thread owns the file.
     pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) { file.write_head(texts.at(0)); });
   }
@@ -332,35 +274,6 @@ struct Recorder::Impl {
     step.nodes.push_back(std::move(d));
   }
 
-  std::string node_json(const NodeData& d) const {
-    std::string o = "{\"id\":";
-    append_int(o, d.id);
-    if (d.time.measured()) {  // a step replayed as one CUDA graph has no host time per node
-      o += ",\"time_us\":";
-      append_number(o, d.time.seconds * 1e6);
-      o += ",\"start_us\":";
-      append_number(o, d.time.start_s * 1e6);
-    }
-    if (d.no_output) {
-      o += ",\"no_output\":\"";
-      o += d.no_output;
-      o += "\"}";
-      return o;
-    }
-    o += ',';
-    append_summary(o, d.summary, d.rows, d.cols, spec);
-    if (d.ref) {
-      o += ",\"ref\":{";
-      append_summary(o, *d.ref, d.rows, d.cols, spec);
-      o += '}';
-      append_cmp(o, *d.full, d.local ? &*d.local : nullptr, d.cols);
-    }
-    if (opts.outliers > 0) append_outliers(o, d.outliers, d.cols, d.ref_present);
-    if (d.act_scales) append_act_scales(o, *d.act_scales);
-    o += '}';
-    return o;
-  }
-
   void on_logits(const StepLogits& l) {
     Stopwatch sw{run_thread_ms};
     if (l.summary) {  // greedy from the logits as they are: the sampled distribution is the same
@@ -375,54 +288,6 @@ struct Recorder::Impl {
       step.logits = copy_logits(l.logits, l.n_vocab, l.chosen, l.sampled);
     }
     if (l.ref_logits) step.ref_logits = copy_logits(l.ref_logits, l.n_vocab, l.ref_chosen, l.ref_sampled);
-  }
-
-  // A Logits object; `sampled` when the sampler's logits are known.
-  std::string logits_json(const LogitsData& d) const {
-    const int64_t n_vocab = d.summary ? d.summary->n_vocab : static_cast<int64_t>(d.logits.size());
-    const int32_t chosen = d.chosen;
-    const LogitsSummary ls = d.summary ? *d.summary : summarize_logits(d.logits.data(), n_vocab, chosen, opts.top_k);
-    std::string o = "{\"n_vocab\":";
-    append_int(o, ls.n_vocab);
-    o += ",\"nonfinite\":";
-    append_int(o, ls.nonfinite);
-    o += ",\"top\":[";
-    for (size_t i = 0; i < ls.top.size(); ++i) {
-      if (i) o += ',';
-      o += "{\"id\":";
-      append_int(o, ls.top[i].id);
-      o += ",\"text\":";
-      append_string(o, text_of(ls.top[i].id));
-      o += ",\"p\":";
-      append_number(o, ls.top[i].p);
-      o += ",\"logit\":";
-      append_number(o, ls.top[i].logit);
-      o += '}';
-    }
-    o += "],\"entropy\":";
-    append_number(o, ls.entropy);
-    o += ",\"chosen\":";
-    append_int(o, ls.chosen);
-    o += ",\"chosen_text\":";
-    append_string(o, ls.chosen >= 0 ? text_of(ls.chosen) : std::string());
-    o += ",\"chosen_rank\":";
-    append_int(o, ls.chosen_rank);
-    o += ",\"chosen_p\":";
-    append_number(o, ls.chosen_rank >= 0 ? ls.chosen_p : 0.0);
-    if (d.has_sampled) {
-      // The distribution the draw came from: penalized logits at the temperature (1 if greedy).
-      const float t = d.temperature > 0 ? d.temperature : 1.0f;
-      if (d.sampled_is_raw && t == 1.0f) {
-        append_sampled(o, ls, d.temperature, d.repeat_penalty);
-      } else {
-        if (d.summary) fail("recorder: a backend's logits summary stands for a draw at temperature ", t);
-        std::vector<float> scaled = d.sampled_is_raw ? d.logits : d.sampled;
-        for (float& v : scaled) v /= t;
-        append_sampled(o, summarize_logits(scaled.data(), n_vocab, chosen, opts.top_k), d.temperature, d.repeat_penalty);
-      }
-    }
-    o += '}';
-    return o;
   }
 
   void end(const StepInfo& s, double seconds) {
@@ -448,6 +313,8 @@ struct Recorder::Impl {
     for (const NodeData& nd : step.nodes) n_ids = std::max(n_ids, static_cast<size_t>(nd.id) + 1);
     step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
     auto data = std::make_shared<const StepData>(std::move(step));
+    journal_job([&](StepJournal& j) { j.append_step(steps_submitted, *data); });
+    ++steps_submitted;
     Stopwatch sw{queue_wait_ms};
     pipeline->submit(step_parts(data), [this, handed = Clock::now()](std::vector<std::string>& parts) {
       Stopwatch w{write_ms};
@@ -458,16 +325,9 @@ struct Recorder::Impl {
     graph = nullptr;
   }
 
-  // The step object (docs/trace-format.md, "Step") as parts the pipeline's workers format at
-  // once; their concatenation is the step: head, node records, tail.
+  // The step object as parts the pipeline's workers format at once (step_json.h).
   std::vector<StepPipeline::Format> step_parts(const std::shared_ptr<const StepData>& d) const {
-    std::vector<StepPipeline::Format> parts;
-    parts.push_back([this, d] { return step_head_json(*d); });
-    for (size_t b = 0; b < d->nodes.size(); b += kNodesPerPart) {
-      const size_t e = std::min(d->nodes.size(), b + kNodesPerPart);
-      parts.push_back([this, d, b, e] { return node_records_json(*d, b, e); });
-    }
-    parts.push_back([this, d] { return step_tail_json(*d); });
+    std::vector<StepPipeline::Format> parts = formatter.parts(d);
     for (StepPipeline::Format& f : parts)
       f = [this, f = std::move(f)] {
         const auto t = Clock::now();
@@ -477,71 +337,6 @@ struct Recorder::Impl {
         return text;
       };
     return parts;
-  }
-
-  // From the step's start up to and including `"nodes":[`.
-  std::string step_head_json(const StepData& d) const {
-    const StepInfo& s = d.info;
-    std::string o = "{\"index\":";
-    append_int(o, s.step);
-    o += ",\"phase\":\"";
-    o += phase_name(s.phase);
-    o += "\",\"graph\":";
-    append_string(o, d.graph_id);
-    o += ",\"pos\":";
-    append_int(o, s.pos0);
-    o += ",\"start_ms\":";
-    append_number(o, d.start_ms);
-    o += ",\"time_ms\":";
-    append_number(o, d.seconds * 1e3);
-    o += ",\"tokens\":[";
-    for (size_t i = 0; i < s.tokens.size(); ++i) {
-      if (i) o += ',';
-      o += "{\"id\":";
-      append_int(o, s.tokens[i]);
-      o += ",\"text\":";
-      append_string(o, text_of(s.tokens[i]));
-      o += '}';
-    }
-    o += ']';
-    append_step_gpu_fields(o, d.gpu);
-    if (!d.selected) o += ",\"nodes_skipped\":true";
-    o += ",\"nodes\":[";
-    return o;
-  }
-
-  // The records of d.nodes[begin, end), each but the step's first after a comma.
-  std::string node_records_json(const StepData& d, size_t begin, size_t end) const {
-    std::string o;
-    for (size_t i = begin; i < end; ++i) {
-      if (i) o += ',';
-      std::string r = node_json(d.nodes[i]);
-      const NodeGpuTime& gt = d.node_gpu[static_cast<size_t>(d.nodes[i].id)];
-      if (gt.us >= 0) {  // the node's GPU time from its kernels
-        r.pop_back();
-        append_node_gpu_fields(r, gt);
-        r += '}';
-      }
-      o += r;
-    }
-    return o;
-  }
-
-  // From the end of the node records (`],"logits":`) to the step's end.
-  std::string step_tail_json(const StepData& d) const {
-    std::string o = "],\"logits\":";
-    o += d.logits ? logits_json(*d.logits) : std::string("null");
-    if (d.ref_logits && d.logits) {
-      o += ",\"ref_logits\":";
-      o += logits_json(*d.ref_logits);
-      append_step_compare(o, compare_logits(d.logits->logits.data(), d.ref_logits->logits.data(),
-                                            static_cast<int64_t>(d.logits->logits.size())),
-                          d.logits->chosen != d.ref_logits->chosen);
-    }
-    o += ",\"kernels\":[";
-    append_kernels(o, d.gpu.kernels);
-    o += "]}";
-    return o;
   }
 };
 
@@ -609,13 +404,19 @@ void Recorder::on_gpu_time(const StepInfo& s, const StepGpuTime& t) {
   if (impl_) impl_->step.gpu = t;
 }
 
+// With a journal every ended step is already safe: only the pipeline's errors are news.
 void Recorder::flush() {
   if (!impl_) return;
   Stopwatch sw{impl_->queue_wait_ms};
-  impl_->pipeline->drain();
+  if (impl_->journal) impl_->pipeline->idle();
+  else impl_->pipeline->drain();
 }
 
-bool Recorder::caught_up() { return !impl_ || impl_->pipeline->idle(); }
+bool Recorder::caught_up() {
+  if (!impl_) return true;
+  const bool idle = impl_->pipeline->idle();
+  return idle || impl_->journal != nullptr;
+}
 
 void Recorder::finish(const nlohmann::json& timings) {
   if (!impl_) return;
@@ -630,7 +431,10 @@ void Recorder::finish(const nlohmann::json& timings) {
                      {"format_ms", static_cast<double>(impl_->format_ns.load()) / 1e6},
                      {"write_ms", impl_->write_ms},
                      {"step_to_disk_ms", quantiles(impl_->to_disk_ms)}};
+  if (impl_->journal)
+    all["recorder"].update({{"journal_ms", impl_->journal_ms}, {"journal_bytes", impl_->journal->bytes_written()}});
   impl_->file.finish(dump(all));
+  if (impl_->journal) impl_->journal->remove();  // the finished file holds every step
 }
 
 }  // namespace minfer::trace

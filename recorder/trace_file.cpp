@@ -1,19 +1,18 @@
 #include "trace_file.h"
 
 #include <fcntl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "core/error.h"
+#include "file_io.h"
 #include "output_file.h"
 
 namespace minfer::trace {
@@ -22,44 +21,6 @@ namespace {
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// The pieces one after another from `off`, without joining them first (pwritev; a short write
-// resumes inside the piece it stopped in).
-void write_all_v(int fd, std::vector<iovec> v, int64_t off, const std::string& path) {
-  size_t i = 0;
-  while (i < v.size()) {
-    const int n = static_cast<int>(std::min<size_t>(v.size() - i, IOV_MAX));
-    const ssize_t w = ::pwritev(fd, v.data() + i, n, off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(path, ": write failed: ", std::strerror(errno));
-    }
-    off += w;
-    for (size_t left = static_cast<size_t>(w); left > 0 && i < v.size();) {
-      const size_t take = std::min(left, v[i].iov_len);
-      v[i].iov_base = static_cast<char*>(v[i].iov_base) + take;
-      v[i].iov_len -= take;
-      left -= take;
-      if (v[i].iov_len == 0) ++i;
-    }
-    while (i < v.size() && v[i].iov_len == 0) ++i;
-  }
-}
-
-void write_all(int fd, const char* p, size_t n, int64_t off, const std::string& path) {
-  write_all_v(fd, {iovec{const_cast<char*>(p), n}}, off, path);
-}
-
-std::string read_range(int fd, int64_t off, int64_t n, const std::string& path) {
-  std::string out(static_cast<size_t>(n), '\0');
-  int64_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, out.data() + done, static_cast<size_t>(n - done), off + done);
-    if (r <= 0) fail(path, ": read back failed: ", r < 0 ? std::strerror(errno) : "short file");
-    done += r;
-  }
-  return out;
 }
 
 void gzip_file(const std::string& src, const std::string& dst) {

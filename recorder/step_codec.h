@@ -1,0 +1,18 @@
+// A finished step (step_record.h) as bytes and back, for the journal of a pipelined run
+// (step_journal.h): a memory copy of its numbers, ~10x faster than formatting its JSON, so the
+// run's thread can make a step safe on disk before it shows the step's token. Host byte order:
+// a journal is read back on the machine that wrote it (docs/trace-format.md, "Journal").
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "step_record.h"
+
+namespace minfer::trace {
+
+// Appends d's bytes to out.
+void encode_step(const StepData& d, std::string& out);
+// The step encoded in [p, p + n); throws Error naming `what` when the bytes are not one.
+StepData decode_step(const char* p, size_t n, const std::string& what);
+
+}  // namespace minfer::trace

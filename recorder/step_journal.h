@@ -1,0 +1,71 @@
+// The journal of a pipelined trace: "<path>.partial.journal", beside the streamed file
+// (trace_file.h). A CUDA run formats its steps' JSON on worker threads after the step (~0.5 ms
+// later on the H200 machine), so a kill -9 would lose the steps not yet written. The run's thread
+// first appends each step here in binary (step_codec.h), which is a memory copy, and each head
+// the file will get; `minfer-trace recover` (trace_recover.h) formats what the .partial lacks.
+// Whenever the .partial holds everything journaled so far, the records start over, so the
+// journal stays about one step long. Layout (host byte order):
+//   header:  "MINFERJ1", u64 n, then n bytes: the StepFormat and the vocabulary's token texts
+//   records: {u32 magic, u32 kind, u64 epoch, i64 ordinal, u64 size, u64 check} + size bytes
+// A record's bytes are written before its header, and the header's magic last of the file's
+// header, so a record a kill cut short has no valid header; a start-over bumps the epoch, so a
+// reader stops at the first record of an older epoch.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "step_json.h"
+#include "step_record.h"
+
+namespace minfer::trace {
+
+class StepJournal {
+ public:
+  // Creates (truncates) `path` and writes its header; throws Error naming it when it cannot.
+  StepJournal(std::string path, const StepFormat& format, const std::vector<std::string>& vocab);
+  ~StepJournal();  // closes; the file stays (a run that did not finish leaves it for recovery)
+  StepJournal(const StepJournal&) = delete;
+  StepJournal& operator=(const StepJournal&) = delete;
+
+  // The next record goes where the first one went (the trace file holds all the earlier ones).
+  void start_over();
+  // The trace file's head as it will be written once the steps before it are.
+  void append_head(int64_t steps_before, const std::string& head);
+  // The trace file's step number `ordinal` (0: its first step).
+  void append_step(int64_t ordinal, const StepData& d);
+  // Closes and deletes the file (the trace finished).
+  void remove();
+
+  const std::string& path() const { return path_; }
+  int64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  void append(uint32_t kind, int64_t ordinal, const std::string& payload);
+  std::string path_;
+  int fd_ = -1;
+  int64_t records_start_ = 0, end_ = 0;
+  uint64_t epoch_ = 0;
+  int64_t bytes_written_ = 0;
+  std::string buf_;  // reused: a decode step is ~0.3 MB
+};
+
+// A journal read back: its format and vocabulary and the records of its newest epoch, in order.
+struct JournalContents {
+  StepFormat format;
+  std::vector<std::string> vocab;
+  struct Record {
+    bool is_head = false;
+    int64_t ordinal = 0;   // a step's number in the trace file; a head: the steps before it
+    std::string payload;   // a head's text, or an encoded step (decode_step)
+  };
+  std::vector<Record> records;
+  // What ended the records before the file's end ("" when the file did): after a start-over the
+  // rest of the file is an earlier epoch's bytes, so this is normal, not an error.
+  std::string stopped;
+};
+
+// Throws Error naming `path` when it cannot be read or has no complete header.
+JournalContents read_journal(const std::string& path);
+
+}  // namespace minfer::trace
