@@ -5,13 +5,16 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "step_record.h"
 
 namespace minfer::trace {
 
-// Appends d's bytes to out.
-void encode_step(const StepData& d, std::string& out);
+// d's bytes, written into buf from its start (grown when needed: reuse it, and from the second
+// step on encoding is plain copies); the view is into buf.
+std::string_view encode_step(const StepData& d, std::vector<char>& buf);
 // The step encoded in [p, p + n); throws Error naming `what` when the bytes are not one.
 StepData decode_step(const char* p, size_t n, const std::string& what);
 

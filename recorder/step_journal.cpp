@@ -79,7 +79,7 @@ void StepJournal::start_over() {
   ++epoch_;
 }
 
-void StepJournal::append(uint32_t kind, int64_t ordinal, const std::string& payload) {
+void StepJournal::append(uint32_t kind, int64_t ordinal, std::string_view payload) {
   if (fd_ < 0) fail(path_, ": journal already removed");
   RecordHeader h{kRecordMagic, kind, epoch_, ordinal, payload.size(), 0};
   h.check = header_check(h);
@@ -95,11 +95,7 @@ void StepJournal::append(uint32_t kind, int64_t ordinal, const std::string& payl
 
 void StepJournal::append_head(int64_t steps_before, const std::string& head) { append(kHead, steps_before, head); }
 
-void StepJournal::append_step(int64_t ordinal, const StepData& d) {
-  buf_.clear();
-  encode_step(d, buf_);
-  append(kStep, ordinal, buf_);
-}
+void StepJournal::append_step(int64_t ordinal, const StepData& d) { append(kStep, ordinal, encode_step(d, buf_)); }
 
 void StepJournal::remove() {
   if (fd_ >= 0) ::close(fd_);
