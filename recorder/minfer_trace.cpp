@@ -245,7 +245,7 @@ int cmd_export(std::vector<std::string> args) {
 
 int cmd_recover(std::vector<std::string> args) {
   if (args.size() != 1) throw UsageError("recover: expected exactly one FILE");
-  const tr::RecoverResult r = tr::recover_trace(args[0], g_read);
+  const tr::RecoverResult r = tr::recover_trace(args[0]);
   std::cout << r.partial << ": " << r.steps_in_file << " whole steps in the file, " << r.steps_recovered
             << " recovered from its journal: " << r.steps_in_file + r.steps_recovered
             << " steps (still UNFINISHED: the run did not end)\n";

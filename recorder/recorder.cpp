@@ -172,6 +172,11 @@ struct Recorder::Impl {
     write_head();
   }
 
+  // The pipeline's threads write through members declared after it (to_disk_ms, the journal's
+  // counters): it goes first, finishing what was handed over, while they all still exist. A run
+  // that failed destroys the recorder without finish().
+  ~Impl() { pipeline.reset(); }
+
   void open_journal() {
     const auto hp = meta.find("model");
     const int64_t n_vocab =

@@ -250,7 +250,7 @@ struct Checker {
 
 }  // namespace
 
-std::vector<std::string> check_consistency(const json& t, size_t max_errors) {
+std::vector<std::string> check_consistency(const json& t, size_t max_errors, size_t first_step) {
   std::vector<std::string> errs;
   Checker c{errs, max_errors};
   std::map<std::string, const json*> graphs;
@@ -260,12 +260,12 @@ std::vector<std::string> check_consistency(const json& t, size_t max_errors) {
       c.err("/graphs/" + std::to_string(i) + "/id", "graph id '" + g["id"].get<std::string>() + "' appears twice");
     c.graph(g, "/graphs/" + std::to_string(i));
   }
-  for (size_t i = 0; i < t["steps"].size() && !c.full(); ++i) c.step(t["steps"][i], i, graphs, t["meta"]);
+  for (size_t i = 0; i < t["steps"].size() && !c.full(); ++i) c.step(t["steps"][i], first_step + i, graphs, t["meta"]);
   if (t["complete"] == true && !t.contains("timings")) c.err("/timings", "a complete trace has timings");
   return errs;
 }
 
-std::vector<std::string> validate_trace(const json& t, size_t max_errors) {
+std::vector<std::string> validate_trace(const json& t, size_t max_errors, size_t first_step) {
   static const SchemaValidator v2(trace_schema(2)), v3(trace_schema(3));
   const json* version = t.is_object() && t.contains("version") ? &t["version"] : nullptr;
   if (!version || !version->is_number_integer() || (*version != 2 && *version != 3))
@@ -273,7 +273,7 @@ std::vector<std::string> validate_trace(const json& t, size_t max_errors) {
             validated_versions() + ")"};
   auto errs = (*version == 2 ? v2 : v3).validate(t, max_errors);
   if (!errs.empty()) return errs;
-  return check_consistency(t, max_errors);
+  return check_consistency(t, max_errors, first_step);
 }
 
 }  // namespace minfer::trace

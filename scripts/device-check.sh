@@ -201,12 +201,15 @@ if has trace; then
   python3 "$ROOT/scripts/device/kernel_breakdown.py" "$LOGS/greedy.json" > "$LOGS/greedy.md" 2>> "$LOGS/breakdown.err"
   { grep "^GPU span" "$LOGS/greedy.md"; sed -n '/idle gap between/,$p' "$LOGS/greedy.md"; } >> "$SUMMARY"
   rm -f "$LOGS/greedy.json"
-  # kill -9 mid-run (2 s in: a 4000-step run takes ~5 s): the file on disk must stay readable,
-  # and every token the run had shown must have its step there (kill_check.py).
+  # kill -9 mid-run (2 s in: a 4000-step run takes ~5 s): the file on disk must stay readable;
+  # `minfer-trace recover` adds the ended steps its journal holds, and then every token the run
+  # had shown must have its step there (kill_check.py, which also counts the steps not shown).
   MINFER_TRACE=$LOGS/killed.json "$B/bin/minfer" "$m" "$PROMPT" -n 4000 --backend cuda > "$LOGS/killed.out" 2> /dev/null &
   pid=$!; sleep 2; kill -9 $pid; wait $pid 2>/dev/null
-  say "killed traced run ($(stat -c %s "$LOGS/killed.json.partial") bytes): $(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" summary "$LOGS/killed.json.partial" 2>&1 | head -3 | tr '\n' ' ')"
-  say "$(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
+  say "killed traced run ($(stat -c %s "$LOGS/killed.json.partial") bytes, journal $(stat -c %s "$LOGS/killed.json.partial.journal" 2>/dev/null || echo none)): $(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" summary "$LOGS/killed.json.partial" 2>&1 | head -3 | tr '\n' ' ')"
+  say "before recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
+  say "$(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" recover "$LOGS/killed.json.partial" 2>&1)"
+  say "after recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
   rm -f "$LOGS/killed.json.partial"
   # CUPTI refused: switched off, and under another CUPTI client when nsys exists.
   MINFER_NO_CUPTI=1 "$B/bin/minfer" "$m" "$PROMPT" -n 4 --backend cuda --quiet --trace "$LOGS/nocupti.json" > /dev/null 2>&1

@@ -396,3 +396,41 @@ TEST(Recover, AFinishedPipelinedRunLeavesNoJournal) {
   const json full = full_run(dir, 4);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
 }
+
+TEST(Recover, AfterTheFilesWholeStepsAndOverItsCutLastOne) {
+  const std::string dir = temp_dir("recover_after_steps");
+  json meta = synth::meta();
+  meta["backend"] = "cuda";
+  meta["model"]["hparams"]["n_vocab"] = 10000;
+  RecorderOptions o;
+  o.path = dir + "/t.json";
+  {
+    Recorder rec(o, meta, synth::token_text);
+    synth::Run r;
+    r.n_decode = 4;
+    synth::run(rec, r);
+  }  // not finished: every step is written, the journal still holds the newest
+  const std::string partial = o.path + ".partial";
+  fs::copy_file(partial + ".journal", dir + "/journal.copy");
+  RecoverResult r = recover_trace(o.path);  // the trace's path works as well as the .partial's
+  EXPECT_EQ(r.steps_in_file, 5u);
+  EXPECT_EQ(r.steps_recovered, 0u);
+
+  // A kill 30 bytes into writing step 4: step 4 comes from the journal.
+  std::string text;
+  {
+    std::ifstream in(partial, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.resize(text.rfind("\n{") + 30);
+  std::ofstream(partial, std::ios::binary | std::ios::trunc) << text;
+  fs::copy_file(dir + "/journal.copy", partial + ".journal");
+  r = recover_trace(partial);
+  EXPECT_EQ(r.steps_in_file, 4u);
+  EXPECT_EQ(r.steps_recovered, 1u);
+  const json t = load_trace(partial);
+  EXPECT_TRUE(validate_trace(t).empty());
+  const json full = full_run(dir, 4);
+  ASSERT_EQ(t["steps"].size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
+}
