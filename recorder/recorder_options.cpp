@@ -37,8 +37,9 @@ const char* RecorderOptions::usage() {
          "  MINFER_TRACE_OUTLIERS=K      --trace-outliers K    largest-|x| elements per node (default 8)\n"
          "  MINFER_TRACE_KERNELS=LIST    --trace-kernels LIST  steps with per-kernel GPU records (CUPTI;\n"
          "                                                     cuda only; default 0-1; none = off)\n"
-         "  MINFER_TRACE_STEP_BY_STEP=1  --trace-step-by-step  each step written before the next runs\n"
-         "                                                     (a kill loses at most one step; slower)\n";
+         "  MINFER_TRACE_STEP_BY_STEP=1  --trace-step-by-step  each step safe before the next runs, no\n"
+         "                                                     chaining (a kill loses at most one step;\n"
+         "                                                     slower). A killed CUDA run: minfer-trace recover\n";
 }
 
 namespace {

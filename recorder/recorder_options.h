@@ -27,8 +27,8 @@ struct RecorderOptions {
   // default the prompt's prefill and the first decode step: every later decode step replays the
   // same CUDA graph, so the first one's kernels stand for theirs.
   std::string kernel_steps = "0-1";
-  // Each step written before the next is launched (no overlap of the GPU, the formatting and the
-  // writer): a kill -9 loses at most the step in flight, at the cost of speed on a GPU.
+  // Each step safe (journaled, or written) before the next is launched, and no chained decoding:
+  // a kill -9 loses at most the one step in flight, at the cost of speed on a GPU.
   bool step_by_step = false;
 
   bool enabled() const { return !path.empty(); }

@@ -434,3 +434,33 @@ TEST(Recover, AfterTheFilesWholeStepsAndOverItsCutLastOne) {
   ASSERT_EQ(t["steps"].size(), 5u);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
 }
+
+// A step is safe once journaled: the run may show its token while the writer is still behind
+// (without a journal only once the step is written).
+TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
+  for (bool journal : {true, false}) {
+    const std::string dir = temp_dir(journal ? "safe_journaled" : "safe_unjournaled");
+    json meta = synth::meta();
+    meta["backend"] = "cuda";
+    if (journal) meta["model"]["hparams"]["n_vocab"] = 10000;
+    static std::atomic<bool> stall{false};
+    RecorderOptions o;
+    o.path = dir + "/t.json";
+    Recorder rec(o, meta, [](int32_t id) {
+      while (stall) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return synth::token_text(id);
+    });
+    stall = true;
+    synth::Run r;
+    r.n_decode = 0;  // the prefill step only
+    synth::run(rec, r);
+    EXPECT_EQ(rec.caught_up(), journal) << (journal ? "journaled" : "not journaled");
+    if (journal) rec.flush();  // returns at once
+    EXPECT_EQ(load_trace(o.path + ".partial")["steps"].size(), 0u);
+    stall = false;
+    rec.flush();
+    EXPECT_TRUE(rec.caught_up());
+    rec.finish({{"load_ms", 1.0}});
+    EXPECT_EQ(load_trace(o.path)["steps"].size(), 1u);
+  }
+}
