@@ -52,10 +52,10 @@ std::string dump(const nlohmann::json& j) {
 }
 
 const char* no_output_reason(const Node& n) {
-  if (!n.executed()) return "fused";
-  if (n.op == Op::KvStore) return "kv_store";
-  if (n.op == Op::Input) return "input";  // token ids / positions: shown as the step's tokens
-  return "no_buffer";
+  if (!n.executed()) return kNoOutputReasons[0];                  // fused
+  if (n.op == Op::KvStore) return kNoOutputReasons[1];            // kv_store
+  if (n.op == Op::Input) return kNoOutputReasons[2];  // input: token ids / positions, shown as the step's tokens
+  return kNoOutputReasons[3];                                     // no_buffer
 }
 
 LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
@@ -307,7 +307,7 @@ struct Recorder::Impl {
         if (!seen[static_cast<size_t>(n.id)] && !n.executed() && node_filter.matches(n.name)) {
           NodeData d;
           d.id = n.id;
-          d.no_output = "fused";
+          d.no_output = kNoOutputReasons[0];  // fused
           step.nodes.push_back(std::move(d));
         }
       const auto by_id = [](const NodeData& a, const NodeData& b) { return a.id < b.id; };

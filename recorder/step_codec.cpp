@@ -63,10 +63,11 @@ template <class A, class T> void fields(A& a, T& g) requires std::is_same_v<std:
   a(g.kernels, g.gpu_ms, g.busy_ms, g.event_ms, g.host_ms, g.dropped, g.note);
 }
 template <class A, class T> void fields(A& a, T& d) requires std::is_same_v<std::remove_const_t<T>, NodeData> {
-  // no_output points at one of kNoOutputReasons: its index goes to disk (-1: none).
+  // no_output is one of kNoOutputReasons: its index goes to disk (-1: none).
   int32_t reason = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(std::size(kNoOutputReasons)); ++i)
-    if (d.no_output == kNoOutputReasons[i]) reason = i;
+    if (d.no_output && std::strcmp(d.no_output, kNoOutputReasons[i]) == 0) reason = i;
+  if (d.no_output && reason < 0) fail("journal: no_output reason '", d.no_output, "' is not in kNoOutputReasons");
   a(d.id, d.rows, d.cols, d.time, reason, d.summary, d.ref, d.full, d.local, d.outliers, d.ref_present, d.act_scales);
   if constexpr (A::kReading) {
     if (reason < -1 || reason >= static_cast<int32_t>(std::size(kNoOutputReasons))) a.bad("no_output reason");

@@ -14,7 +14,8 @@
 
 namespace minfer::trace {
 
-// Why a node record has no output (docs/trace-format.md, NodeRecord `no_output`).
+// Why a node record has no output (docs/trace-format.md, NodeRecord `no_output`); the recorder
+// and the journal's decoder point into this list.
 inline constexpr const char* kNoOutputReasons[] = {"fused", "kv_store", "input", "no_buffer"};
 
 struct NodeData {

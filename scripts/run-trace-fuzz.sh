@@ -2,8 +2,9 @@
 # Builds the trace readers and the server with AddressSanitizer + UBSan and runs the trace
 # mutation tests: damaged copies of a valid trace through minfer-trace's readers (validate,
 # summary, diff, export-perfetto, in process and through the program) and through every
-# minfer-viz route (list, fetch, compare). Each must answer or refuse with an error: no
-# sanitizer report, crash, hang or runaway memory. Companion of scripts/run-gguf-fuzz.sh.
+# minfer-viz route (list, fetch, compare), and damaged trace journals through `minfer-trace
+# recover` (recorder_test_journal). Each must answer or refuse with an error: no sanitizer
+# report, crash, hang or runaway memory. Companion of scripts/run-gguf-fuzz.sh.
 #
 #   scripts/run-trace-fuzz.sh                                 # as CI runs it: 1,000 mutants
 #   MINFER_TRACE_MUTATIONS=10000 scripts/run-trace-fuzz.sh    # a longer run (docs/trace-fuzzing.md)
@@ -20,7 +21,7 @@ export MINFER_TRACE_FUZZ_SEED="${MINFER_TRACE_FUZZ_SEED:-1}"
 
 source "$root/scripts/lib/asan-tests.sh"
 asan_configure
-tests=(recorder_test_trace_mutation)
+tests=(recorder_test_trace_mutation recorder_test_journal)
 # The server's test exists when cpp-httplib was found (viz-server/CMakeLists.txt).
 if ninja -C "$build" -t targets all | grep -q "^viz_test_viz_mutation:"; then
   tests+=(viz_test_viz_mutation)
