@@ -165,23 +165,24 @@ struct Recorder::Impl {
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
     // Steps format in parallel parts within about a decode step's time. The run shows a token
-    // once its step is written (caught_up(), flush()) without waiting for the writer when it
-    // can (exec/generate.cpp): two steps queued let it hand over step N while N-1 is written.
+    // once its step is safe (caught_up(), flush(): journaled, or written when there is no
+    // journal) without waiting for the writer when it can (exec/generate.cpp): two steps queued
+    // let it hand over step N while N-1 is written.
     pipeline = std::make_unique<StepPipeline>(workers, 2);
     if (workers > 0) open_journal();
     write_head();
   }
 
-  // The pipeline's threads write through members declared after it (to_disk_ms, the journal's
-  // counters): it goes first, finishing what was handed over, while they all still exist. A run
-  // that failed destroys the recorder without finish().
+  // The pipeline's threads write to members declared after it (format_ns, write_ms, to_disk_ms):
+  // it goes first, finishing what was handed over while they all still exist. A run that failed
+  // destroys the recorder without finish().
   ~Impl() { pipeline.reset(); }
 
   void open_journal() {
-    const auto hp = meta.find("model");
+    const auto model = meta.find("model");
     const int64_t n_vocab =
-        hp != meta.end() && hp->is_object() && hp->contains("hparams") && (*hp)["hparams"].is_object()
-            ? (*hp)["hparams"].value("n_vocab", int64_t{0})
+        model != meta.end() && model->is_object() && model->contains("hparams") && (*model)["hparams"].is_object()
+            ? (*model)["hparams"].value("n_vocab", int64_t{0})
             : 0;
     if (n_vocab <= 0) return;
     Stopwatch sw{journal_ms};
