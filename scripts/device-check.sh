@@ -6,6 +6,8 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
+#                                         launch; overhead and kill are the trace stage's overhead
+#                                         runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
@@ -174,15 +176,20 @@ if has sanitize; then
   done
 fi
 
-if has trace; then
-  # The GPU recorder: overhead of each trace configuration, the CUDA sample pair (MMQ and f16
-  # prefill of the same prompt, with kernels), the per-kernel breakdown of a decode step, a
-  # traced run killed mid-way, and CUPTI refused (another profiler attached, or switched off).
-  TR=$OUT/traces; mkdir -p "$TR"
+if has trace || has overhead; then
+  # The GPU recorder's overhead in each trace configuration, and what journaling a decode step
+  # costs the run thread on this machine's CPU.
   for w in q4_0 q8_0; do
     "$ROOT/scripts/bench-trace-overhead.sh" "$B" "$(model "$w")" 128 "${MINFER_DEVICE_OVERHEAD_REPS:-5}" cuda > "$OUT/overhead-$w.json" 2> "$LOGS/overhead-$w.err"
     say "trace overhead $w: rc=$? $(tr -d '\n' < "$OUT/overhead-$w.json" | grep -o '"time_per_token_ratio_to_off": {[^}]*}')"
   done
+  say "journal cost: $("$B/tests/minfer-trace-journal-cost" 1000 "$LOGS" 2>&1)"
+fi
+
+if has trace; then
+  # The CUDA sample pair (MMQ and f16 prefill of the same prompt, with kernels), the per-kernel
+  # breakdown of a decode step, and CUPTI refused (another profiler attached, or switched off).
+  TR=$OUT/traces; mkdir -p "$TR"
   m=$(model q4_0)
   for path in mmq f16; do
     if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
@@ -201,16 +208,6 @@ if has trace; then
   python3 "$ROOT/scripts/device/kernel_breakdown.py" "$LOGS/greedy.json" > "$LOGS/greedy.md" 2>> "$LOGS/breakdown.err"
   { grep "^GPU span" "$LOGS/greedy.md"; sed -n '/idle gap between/,$p' "$LOGS/greedy.md"; } >> "$SUMMARY"
   rm -f "$LOGS/greedy.json"
-  # kill -9 mid-run (2 s in: a 4000-step run takes ~5 s): the file on disk must stay readable;
-  # `minfer-trace recover` adds the ended steps its journal holds, and then every token the run
-  # had shown must have its step there (kill_check.py, which also counts the steps not shown).
-  MINFER_TRACE=$LOGS/killed.json "$B/bin/minfer" "$m" "$PROMPT" -n 4000 --backend cuda > "$LOGS/killed.out" 2> /dev/null &
-  pid=$!; sleep 2; kill -9 $pid; wait $pid 2>/dev/null
-  say "killed traced run ($(stat -c %s "$LOGS/killed.json.partial") bytes, journal $(stat -c %s "$LOGS/killed.json.partial.journal" 2>/dev/null || echo none)): $(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" summary "$LOGS/killed.json.partial" 2>&1 | head -3 | tr '\n' ' ')"
-  say "before recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
-  say "$(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" recover "$LOGS/killed.json.partial" 2>&1)"
-  say "after recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
-  rm -f "$LOGS/killed.json.partial"
   # CUPTI refused: switched off, and under another CUPTI client when nsys exists.
   MINFER_NO_CUPTI=1 "$B/bin/minfer" "$m" "$PROMPT" -n 4 --backend cuda --quiet --trace "$LOGS/nocupti.json" > /dev/null 2>&1
   say "MINFER_NO_CUPTI=1: rc=$? $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["meta"].get("cupti"), t["steps"][0].get("kernels_note"))' "$LOGS/nocupti.json" 2>&1)"
@@ -221,6 +218,28 @@ if has trace; then
   else
     say "nsys not found: the other-profiler case was not run"
   fi
+fi
+
+if has trace || has kill; then
+  m=$(model q4_0)
+  # kill -9 mid-run (2 s in: a 4000-step run takes ~5 s): the file on disk must stay readable;
+  # `minfer-trace recover` adds the ended steps its journal holds, and then every token the run
+  # had shown must have its step there (kill_check.py, which also counts the steps not shown).
+  MINFER_TRACE=$LOGS/killed.json "$B/bin/minfer" "$m" "$PROMPT" -n 4000 --backend cuda > "$LOGS/killed.out" 2> /dev/null &
+  pid=$!; sleep 2; kill -9 $pid; wait $pid 2>/dev/null
+  say "killed traced run ($(stat -c %s "$LOGS/killed.json.partial") bytes, journal $(stat -c %s "$LOGS/killed.json.partial.journal" 2>/dev/null || echo none)): $(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" summary "$LOGS/killed.json.partial" 2>&1 | head -3 | tr '\n' ' ')"
+  say "before recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
+  say "$(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" recover "$LOGS/killed.json.partial" 2>&1)"
+  say "after recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
+  rm -f "$LOGS/killed.json.partial"
+fi
+
+if has launch; then
+  # The host cost of cudaGraphLaunch by graph feature and in the traced step's shape (an open
+  # finding, docs/status.md).
+  nvcc -arch=sm_90 -O2 -o "$LOGS/graph_launch_cost" "$ROOT/scripts/device/graph_launch_cost.cu" > "$LOGS/launch.log" 2>&1 &&
+    "$LOGS/graph_launch_cost" >> "$LOGS/launch.log" 2>&1
+  say "graph launch cost: rc=$?"; cat "$LOGS/launch.log" >> "$SUMMARY"
 fi
 
 if has prefill; then
