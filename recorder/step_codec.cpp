@@ -90,6 +90,7 @@ struct Encoder {
   template <class... T> void operator()(const T&... v) { (put(v), ...); }
 
   void raw(const void* p, size_t len) {
+    if (len == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     if (buf.size() - n < len) buf.resize(std::max(2 * buf.size(), n + len));
     std::memcpy(buf.data() + n, p, len);
     n += len;
@@ -126,6 +127,7 @@ struct Decoder {
 
   [[noreturn]] void bad(const char* field) { fail(what, ": not a journaled step (", field, ")"); }
   void raw(void* dst, size_t n) {
+    if (n == 0) return;  // an empty vector's data() may be null
     if (static_cast<size_t>(end - p) < n) bad("ends early");
     std::memcpy(dst, p, n);
     p += n;
