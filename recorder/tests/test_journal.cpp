@@ -227,6 +227,15 @@ TEST(StepJournal, ReadsBackTheNewestRecordsAndStopsAtACutOne) {
 
 namespace {
 
+// The meta of a CUDA run (steps formatted on worker threads), journaled when it gives the
+// vocabulary's size (the synthetic prompt's ids are below it).
+json cuda_meta(bool journal = true) {
+  json meta = synth::meta();
+  meta["backend"] = "cuda";
+  if (journal) meta["model"]["hparams"]["n_vocab"] = 10000;
+  return meta;
+}
+
 // A synthetic pipelined (CUDA-like) run whose formatting stalls after the recorder is set up, so
 // no step is written: the child records until the writer queue is full, then dies as a kill -9
 // would (_exit: no destructor, no flush). Returns the trace's path.
@@ -236,12 +245,9 @@ std::string stalled_run(const std::string& dir, int n_decode) {
   if (pid == 0) {
     static std::atomic<bool> stall{false};
     try {
-      json meta = synth::meta();
-      meta["backend"] = "cuda";
-      meta["model"]["hparams"]["n_vocab"] = 10000;  // the prompt's ids are below it
       RecorderOptions o;
       o.path = path;
-      Recorder rec(o, meta, [](int32_t id) {
+      Recorder rec(o, cuda_meta(), [](int32_t id) {
         while (stall) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         return synth::token_text(id);
       });
@@ -383,12 +389,9 @@ TEST(Recover, AJournalThatDoesNotReachBackIsAnErrorAndChangesNothing) {
 
 TEST(Recover, AFinishedPipelinedRunLeavesNoJournal) {
   const std::string dir = temp_dir("recover_finished");
-  json meta = synth::meta();
-  meta["backend"] = "cuda";
-  meta["model"]["hparams"]["n_vocab"] = 10000;
   RecorderOptions o;
   o.path = dir + "/t.json";
-  Recorder rec(o, meta, synth::token_text);
+  Recorder rec(o, cuda_meta(), synth::token_text);
   EXPECT_TRUE(fs::exists(o.path + ".partial.journal"));
   synth::Run r;
   r.n_decode = 4;
@@ -404,13 +407,10 @@ TEST(Recover, AFinishedPipelinedRunLeavesNoJournal) {
 
 TEST(Recover, AfterTheFilesWholeStepsAndOverItsCutLastOne) {
   const std::string dir = temp_dir("recover_after_steps");
-  json meta = synth::meta();
-  meta["backend"] = "cuda";
-  meta["model"]["hparams"]["n_vocab"] = 10000;
   RecorderOptions o;
   o.path = dir + "/t.json";
   {
-    Recorder rec(o, meta, synth::token_text);
+    Recorder rec(o, cuda_meta(), synth::token_text);
     synth::Run r;
     r.n_decode = 4;
     synth::run(rec, r);
@@ -445,13 +445,10 @@ TEST(Recover, AfterTheFilesWholeStepsAndOverItsCutLastOne) {
 TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
   for (bool journal : {true, false}) {
     const std::string dir = temp_dir(journal ? "safe_journaled" : "safe_unjournaled");
-    json meta = synth::meta();
-    meta["backend"] = "cuda";
-    if (journal) meta["model"]["hparams"]["n_vocab"] = 10000;
     static std::atomic<bool> stall{false};
     RecorderOptions o;
     o.path = dir + "/t.json";
-    Recorder rec(o, meta, [](int32_t id) {
+    Recorder rec(o, cuda_meta(journal), [](int32_t id) {
       while (stall) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return synth::token_text(id);
     });
