@@ -7,8 +7,8 @@
 // journal stays about one step long. Layout (host byte order):
 //   header:  "MINFERJ1", u64 n, then n bytes: the StepFormat and the vocabulary's token texts
 //   records: {u32 magic, u32 kind, u64 epoch, i64 ordinal, u64 size, u64 check} + size bytes
-// A record's bytes are written before its header, and the header's magic last of the file's
-// header, so a record a kill cut short has no valid header; a start-over bumps the epoch, so a
+// A record's bytes are written before its header (and the file header's magic after the rest of
+// it), so a record a kill cut short has no valid header; a start-over bumps the epoch, so a
 // reader stops at the first record of an older epoch.
 #pragma once
 #include <cstdint>
