@@ -18,6 +18,7 @@
 #include "trace_check.h"
 #include "trace_diff.h"
 #include "trace_load.h"
+#include "step_journal.h"
 #include "trace_recover.h"
 #include "trace_schema.h"
 #include "trace_summary.h"
@@ -56,8 +57,8 @@ tr::ReadOptions g_read;  // --max-trace-bytes, set once in run()
 
 // A killed CUDA run's .partial lacks the steps still in its journal.
 void warn_if_journal(const std::string& path) {
-  const std::string j = path + ".journal";
-  if (path.size() > 8 && path.compare(path.size() - 8, 8, ".partial") == 0 && ::access(j.c_str(), F_OK) == 0)
+  const std::string j = tr::journal_path_for(path);
+  if (path.ends_with(".partial") && ::access(j.c_str(), F_OK) == 0)
     std::cerr << path << ": warning: " << j << " may hold steps this file lacks: minfer-trace recover " << path << "\n";
 }
 

@@ -189,7 +189,7 @@ struct Recorder::Impl {
     std::vector<std::string> vocab(static_cast<size_t>(n_vocab));
     if (token_text)
       for (int64_t i = 0; i < n_vocab; ++i) vocab[static_cast<size_t>(i)] = token_text(static_cast<int32_t>(i));
-    journal = std::make_unique<StepJournal>(file.partial_path() + ".journal", formatter.format(), vocab);
+    journal = std::make_unique<StepJournal>(journal_path_for(file.partial_path()), formatter.format(), vocab);
   }
 
   // Journals a job about to be handed to the pipeline; when the pipeline has written every

@@ -21,6 +21,9 @@
 
 namespace minfer::trace {
 
+// Where the journal of the trace file `partial_path` ("<path>.partial") lives.
+inline std::string journal_path_for(const std::string& partial_path) { return partial_path + ".journal"; }
+
 class StepJournal {
  public:
   // Creates (truncates) `path` and writes its header; throws Error naming it when it cannot.

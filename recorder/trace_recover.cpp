@@ -25,10 +25,6 @@ namespace minfer::trace {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The file mapped read-only: a killed run's .partial can be gigabytes, and recovery only scans
 // it for line ends and copies it into the result.
 struct MappedFile {
@@ -110,8 +106,8 @@ PartialFile split_partial(std::string_view text) {
 
 RecoverResult recover_trace(const std::string& path) {
   RecoverResult r;
-  r.partial = ends_with(path, ".partial") ? path : path + ".partial";
-  const std::string journal_path = r.partial + ".journal";
+  r.partial = path.ends_with(".partial") ? path : path + ".partial";
+  const std::string journal_path = journal_path_for(r.partial);
   if (::access(journal_path.c_str(), F_OK) != 0)
     fail(journal_path, ": no trace journal beside ", r.partial,
          " (only a pipelined CUDA run keeps one; a finished or CPU run has nothing to recover)");
