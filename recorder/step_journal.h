@@ -1,8 +1,9 @@
 // The journal of a pipelined trace: "<path>.partial.journal", beside the streamed file
 // (trace_file.h). A CUDA run formats its steps' JSON on worker threads after the step (~0.5 ms
-// later on the H200 machine), so a kill -9 would lose the steps not yet written. The run's thread
-// first appends each step here in binary (step_codec.h), which is a memory copy, and each head
-// the file will get; `minfer-trace recover` (trace_recover.h) formats what the .partial lacks.
+// later on the H200 machine), so a kill -9 would lose the steps not yet written. Each step is
+// appended here in binary (step_codec.h), a memory copy, as it is handed over (on the journal's
+// thread, journal_thread.h), and each head the file will get; `minfer-trace recover`
+// (trace_recover.h) formats what the .partial lacks.
 // Whenever the .partial holds everything journaled so far, the records start over, so the
 // journal stays about one step long. Layout (host byte order):
 //   header:  "MINFERJ1", u64 n, then n bytes: the StepFormat and the vocabulary's token texts

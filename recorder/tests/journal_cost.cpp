@@ -1,4 +1,4 @@
-// The step journal's cost on the run thread (docs/benchmarks.md, "The step journal's cost"):
+// The step journal's cost per step on the journal's thread (docs/benchmarks.md, "The step journal's cost"):
 // encodes and appends a step of the 0.5b preset's decode shape (480 node records with 1x64
 // grids, 32-bin histograms and 8 outliers, a device logits summary), as the recorder does after
 // every CUDA step. Prints the medians of R repetitions in microseconds.

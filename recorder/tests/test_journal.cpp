@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "journal_thread.h"
 #include "recorder.h"
 #include "step_codec.h"
 #include "step_journal.h"
@@ -301,6 +302,52 @@ std::string recover_tool(const std::string& file) {
 
 }  // namespace
 
+// The journal's thread runs its jobs in order, one at a time: done() is false while one runs,
+// post() waits for it, and wait() returns once the last one ran.
+TEST(JournalThread, RunsJobsInOrderOneAtATime) {
+  const std::string dir = temp_dir("journal_thread");
+  const StepFormat fmt{SummarySpec{true, 8, 16, 12}, 7, 2};
+  JournalThread t(std::make_unique<StepJournal>(dir + "/t.journal", fmt, std::vector<std::string>{"a", "b"}));
+  std::atomic<bool> release{false};
+  std::vector<int> ran;  // the thread's only until wait() returned
+  t.post([&](StepJournal&) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ran.push_back(1);
+  });
+  EXPECT_FALSE(t.done());
+  std::atomic<bool> posted{false};
+  std::thread poster([&] {
+    t.post([&](StepJournal& j) {
+      j.append_head(0, "{\"head\":1");
+      ran.push_back(2);
+    });
+    posted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(posted) << "post() returned while the previous job still ran";
+  release = true;
+  poster.join();
+  t.wait();
+  EXPECT_TRUE(t.done());
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_GT(t.journal().bytes_written(), 0);
+  EXPECT_EQ(read_journal(t.journal().path()).records.size(), 1u);
+}
+
+// A job that throws stops the thread: its error comes back from the next call, and no later
+// job runs.
+TEST(JournalThread, AJobsErrorIsRethrownAndStopsLaterJobs) {
+  const std::string dir = temp_dir("journal_thread_error");
+  const StepFormat fmt{SummarySpec{true, 8, 16, 12}, 7, 2};
+  JournalThread t(std::make_unique<StepJournal>(dir + "/t.journal", fmt, std::vector<std::string>{"a"}));
+  t.post([](StepJournal&) { throw Error("disk full (test)"); });
+  EXPECT_THROW(t.wait(), Error);
+  EXPECT_THROW(t.done(), Error);
+  bool later_ran = false;
+  EXPECT_THROW(t.post([&](StepJournal&) { later_ran = true; }), Error);
+  EXPECT_FALSE(later_ran);
+}
+
 TEST(Recover, AKilledPipelinedRunGetsBackEveryStepItEnded) {
   const std::string dir = temp_dir("recover_stalled");
   const std::string path = stalled_run(dir, 5);
@@ -456,8 +503,8 @@ TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
     synth::Run r;
     r.n_decode = 0;  // the prefill step only
     synth::run(rec, r);
+    if (journal) rec.flush();  // waits for the journal's thread, not for the stalled writer
     EXPECT_EQ(rec.caught_up(), journal) << (journal ? "journaled" : "not journaled");
-    if (journal) rec.flush();  // returns at once
     EXPECT_EQ(load_trace(o.path + ".partial")["steps"].size(), 0u);
     stall = false;
     rec.flush();

@@ -1,7 +1,7 @@
 // Crash safety: a recording killed with SIGKILL mid-run leaves a .partial that loads, validates,
 // says "complete": false and holds every step finished before the kill; a run that formats its
-// steps on worker threads (a CUDA run) loses no step it had ended once `minfer-trace recover` has
-// added the ones its journal holds: only the step in flight.
+// steps on worker threads (a CUDA run) loses no step it had made safe (journaled: its token may be
+// shown) once `minfer-trace recover` has added the ones its journal holds.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,7 +62,7 @@ TEST(Kill, SigkillMidRunLeavesAValidPartialTrace) {
   EXPECT_EQ(errs, "");
 }
 
-TEST(Kill, SigkillOfAPipelinedRunLosesNoEndedStepOnceRecovered) {
+TEST(Kill, SigkillOfAPipelinedRunLosesNoSafeStepOnceRecovered) {
   const fs::path dir = fs::path(MINFER_BINARY_DIR) / "recorder-test-tmp" / "kill_pipelined";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -90,7 +90,8 @@ TEST(Kill, SigkillOfAPipelinedRunLosesNoEndedStepOnceRecovered) {
       slow = true;
       minfer::synth::Run r;
       r.n_decode = 1000;
-      r.after_step = [&](int step) {
+      r.after_step = [&](int step) {  // the run would show step's token now: it is safe
+        if (!rec.caught_up()) rec.flush();
         if (write(fds[1], &step, sizeof step) != sizeof step) _exit(3);
       };
       minfer::synth::run(rec, r);
@@ -99,15 +100,15 @@ TEST(Kill, SigkillOfAPipelinedRunLosesNoEndedStepOnceRecovered) {
     _exit(2);
   }
   close(fds[1]);
-  // Wait (bounded: 60 s) until step 4 ended on the run's side.
-  int ended = -1;
+  // Wait (bounded: 60 s) until step 4 is safe on the run's side (journaled: flush() returned).
+  int safe = -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ended < 4 && std::chrono::steady_clock::now() < deadline) {
+  while (safe < 4 && std::chrono::steady_clock::now() < deadline) {
     pollfd p{fds[0], POLLIN, 0};
     if (poll(&p, 1, 100) == 1) {
       int step = -1;
       if (read(fds[0], &step, sizeof step) != sizeof step) break;
-      ended = step;
+      safe = step;
     }
   }
   kill(pid, SIGKILL);
@@ -115,17 +116,17 @@ TEST(Kill, SigkillOfAPipelinedRunLosesNoEndedStepOnceRecovered) {
   waitpid(pid, &status, 0);
   close(fds[0]);
   ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before the kill (status " << status << ")";
-  ASSERT_GE(ended, 4) << "the run never ended step 4";
+  ASSERT_GE(safe, 4) << "the run never made step 4 safe";
 
   // on_step_end(k) returns once step k-2 is written (two steps queued): steps 0..k-2 are in the
   // .partial, k-1 and k (being formatted or written) in its journal; only step k+1 (in flight,
-  // not ended) is lost.
-  EXPECT_GE(load_trace(partial)["steps"].size(), static_cast<size_t>(ended - 1));
+  // not safe) is lost.
+  EXPECT_GE(load_trace(partial)["steps"].size(), static_cast<size_t>(safe - 1));
   const RecoverResult r = recover_trace(partial);
   const auto t = load_trace(partial);
   EXPECT_EQ(t["steps"].size(), r.steps_in_file + r.steps_recovered);
   EXPECT_EQ(t["complete"], false);
-  EXPECT_GE(t["steps"].size(), static_cast<size_t>(ended + 1));
+  EXPECT_GE(t["steps"].size(), static_cast<size_t>(safe + 1));
   std::string errs;
   for (const auto& e : validate_trace(t)) errs += e + "\n";
   EXPECT_EQ(errs, "");
