@@ -128,6 +128,10 @@ struct Recorder::Impl {
   // size (model.hparams.n_vocab) the journal's token texts need.
   std::unique_ptr<JournalThread> journal;
   int64_t steps_submitted = 0;  // the trace file's number of the next step
+  // Heads and steps handed to the pipeline, and those it wrote (its writer's count): a journal
+  // record starts the journal over when every job before it is in the file.
+  int64_t jobs_submitted = 0;
+  std::atomic<int64_t> jobs_written{0};
 
   struct KnownGraph {
     std::string id;
@@ -199,22 +203,22 @@ struct Recorder::Impl {
         std::make_unique<StepJournal>(journal_path_for(file.partial_path()), formatter.format(), vocab));
   }
 
-  // Journals a job about to be handed to the pipeline. When the pipeline has written every job
-  // submitted so far, the journal starts over first: the file then holds every earlier record
-  // (and maybe this one too, which recovery skips).
+  // Journals a job about to be handed to the pipeline (the caller submits it next). When the
+  // pipeline has written every job before it, the journal starts over first: the file then holds
+  // every earlier record. (Asking whether the pipeline is idle would rarely be true here: by the
+  // time the journal's thread runs, this job is usually submitted.)
   void journal_job(std::function<void(StepJournal&)> append) {
+    const int64_t before = jobs_submitted++;
     if (!journal) return;
     Stopwatch sw{queue_wait_ms};  // the journal's thread is still on the previous job
-    journal->post([this, append = std::move(append)](StepJournal& j) {
-      bool idle = false;
-      try {
-        idle = pipeline->idle();
-      } catch (...) {  // the pipeline's error: the run thread gets it from the pipeline itself
-      }
-      if (idle) j.start_over();
+    journal->post([this, before, append = std::move(append)](StepJournal& j) {
+      if (jobs_written.load(std::memory_order_acquire) >= before) j.start_over();
       append(j);
     });
   }
+
+  // Runs on the writer after a job's write: counts it for the journal's start-overs.
+  void job_written() { jobs_written.fetch_add(1, std::memory_order_release); }
 
   void write_head() {
     std::string h = "{\"format\":\"minfer-trace\",\"version\":3,\n\"meta\":";
@@ -227,7 +231,10 @@ struct Recorder::Impl {
     h += "],\n\"steps\":[";
     journal_job([h, before = steps_submitted](StepJournal& j) { j.append_head(before, h); });
     // In order with the steps: the writer thread owns the file.
-    pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) { file.write_head(texts.at(0)); });
+    pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) {
+      file.write_head(texts.at(0));
+      job_written();
+    });
   }
 
   // The id of g in this trace; a graph seen for the first time is added to the head.
@@ -341,6 +348,7 @@ struct Recorder::Impl {
       Stopwatch w{write_ms};
       file.append_step(parts);
       to_disk_ms.push_back(ms_between(handed, Clock::now()));
+      job_written();
     });
     in_step = false;
     graph = nullptr;

@@ -487,6 +487,27 @@ TEST(Recover, AfterTheFilesWholeStepsAndOverItsCutLastOne) {
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
 }
 
+// While the writer keeps up, every record starts the journal over: it holds about one step, not
+// the run (a journal that only started over when the pipeline was idle grew by every step).
+TEST(Recover, AJournalStaysAboutOneStepLongWhileTheWriterKeepsUp) {
+  const std::string dir = temp_dir("journal_short");
+  RecorderOptions o;
+  o.path = dir + "/t.json";
+  Recorder rec(o, cuda_meta(), synth::token_text);
+  synth::Run r;
+  r.n_decode = 30;
+  r.after_step = [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };  // a GPU step's pace
+  synth::run(rec, r);
+  rec.flush();
+  const std::string journal = o.path + ".partial.journal";
+  const JournalContents c = read_journal(journal);
+  ASSERT_FALSE(c.records.empty());
+  EXPECT_LE(c.records.size(), 2u) << "the journal did not start over";
+  EXPECT_EQ(c.records.back().ordinal, 30);  // the last step (the file's step 30)
+  rec.finish({{"load_ms", 1.0}});
+  EXPECT_FALSE(fs::exists(journal));
+}
+
 // A step is safe once journaled: the run may show its token while the writer is still behind
 // (without a journal only once the step is written).
 TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
