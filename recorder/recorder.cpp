@@ -14,11 +14,11 @@
 #include "core/error.h"
 #include "gpu_time_json.h"
 #include "graph_json.h"
+#include "journal_thread.h"
 #include "json_out.h"
 #include "logits_compare.h"
 #include "exec/logits_summary.h"
 #include "selection.h"
-#include "journal_thread.h"
 #include "step_journal.h"
 #include "step_json.h"
 #include "step_pipeline.h"
@@ -181,7 +181,7 @@ struct Recorder::Impl {
 
   // The pipeline's threads write to members declared after it (format_ns, write_ms, to_disk_ms):
   // it goes first, finishing what was handed over while they all still exist, after the journal's
-  // thread, whose jobs ask the pipeline whether it is idle. A run that failed destroys the
+  // thread, whose jobs read the writer's count (jobs_written). A run that failed destroys the
   // recorder without finish().
   ~Impl() {
     journal.reset();
