@@ -50,16 +50,14 @@ void JournalThread::loop() {
     l.unlock();
     const auto t0 = std::chrono::steady_clock::now();
     std::exception_ptr e;
-    if (!error_) {  // after an error nothing more is journaled (read under no lock: only this thread sets it)
-      try {
-        job(*journal_);
-      } catch (...) {
-        e = std::current_exception();
-      }
+    try {  // no job is posted after an error: post() rethrows it instead
+      job(*journal_);
+    } catch (...) {
+      e = std::current_exception();
     }
     busy_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     l.lock();
-    if (e && !error_) error_ = e;
+    if (e) error_ = e;
     running_ = false;
     cv_.notify_all();
   }

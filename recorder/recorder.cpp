@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -207,7 +206,7 @@ struct Recorder::Impl {
   // pipeline has written every job before it, the journal starts over first: the file then holds
   // every earlier record. (Asking whether the pipeline is idle would rarely be true here: by the
   // time the journal's thread runs, this job is usually submitted.)
-  void journal_job(std::function<void(StepJournal&)> append) {
+  template <class Append> void journal_job(Append append) {
     const int64_t before = jobs_submitted++;
     if (!journal) return;
     Stopwatch sw{queue_wait_ms};  // the journal's thread is still on the previous job
