@@ -73,6 +73,11 @@ LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledL
   return d;
 }
 
+// With a journal: steps the writer may have queued before the run thread waits for it (~0.4 MB
+// of results and ~0.5 MB of text each for a 0.5b decode step), and records the journal may hold
+// before its thread waits for the writer to catch up (~0.4 MB each on disk).
+constexpr int kJournaledPending = 8;
+constexpr int64_t kMaxJournalRecords = 16;
 
 int pipeline_workers(const nlohmann::json& meta) {
   // A CUDA run leaves the CPU cores idle: format there. A CPU run needs them for itself.
@@ -127,10 +132,9 @@ struct Recorder::Impl {
   // size (model.hparams.n_vocab) the journal's token texts need.
   std::unique_ptr<JournalThread> journal;
   int64_t steps_submitted = 0;  // the trace file's number of the next step
-  // Heads and steps handed to the pipeline, and those it wrote (its writer's count): a journal
-  // record starts the journal over when every job before it is in the file.
+  // Heads and steps handed to the pipeline: a journal record starts the journal over when every
+  // job before it is in the file (StepPipeline::written).
   int64_t jobs_submitted = 0;
-  std::atomic<int64_t> jobs_written{0};
 
   struct KnownGraph {
     std::string id;
@@ -169,19 +173,21 @@ struct Recorder::Impl {
     if (!meta.contains("minfer_version")) meta["minfer_version"] = MINFER_VERSION;
     if (!meta.contains("commit")) meta["commit"] = MINFER_GIT_COMMIT;
     workers = pipeline_workers(meta);
+    if (workers > 0) open_journal();
     // Steps format in parallel parts within about a decode step's time. The run shows a token
     // once its step is safe (caught_up(), flush(): journaled, or written when there is no
-    // journal) without waiting for the writer when it can (exec/generate.cpp): two steps queued
-    // let it hand over step N while N-1 is written.
-    pipeline = std::make_unique<StepPipeline>(workers, 2);
-    if (workers > 0) open_journal();
+    // journal) without waiting for the writer when it can (exec/generate.cpp). Without a journal
+    // two steps queued let it hand over step N while N-1 is written. With one, a step waiting
+    // for the writer is already safe: a deeper queue lets the run go on through the writer's
+    // hiccups (a busy host formats a step in 2-6 ms now and then, the GPU computes one in 0.8).
+    pipeline = std::make_unique<StepPipeline>(workers, journal ? kJournaledPending : 2);
     write_head();
   }
 
   // The pipeline's threads write to members declared after it (format_ns, write_ms, to_disk_ms):
   // it goes first, finishing what was handed over while they all still exist, after the journal's
-  // thread, whose jobs read the writer's count (jobs_written). A run that failed destroys the
-  // recorder without finish().
+  // thread, whose jobs ask the pipeline what it wrote. A run that failed destroys the recorder
+  // without finish().
   ~Impl() {
     journal.reset();
     pipeline.reset();
@@ -205,19 +211,20 @@ struct Recorder::Impl {
   // Journals a job about to be handed to the pipeline (the caller submits it next). When the
   // pipeline has written every job before it, the journal starts over first: the file then holds
   // every earlier record. (Asking whether the pipeline is idle would rarely be true here: by the
-  // time the journal's thread runs, this job is usually submitted.)
+  // time the journal's thread runs, this job is usually submitted.) A writer that stays behind
+  // would let the journal grow by every step: past kMaxJournalRecords the journal's thread waits
+  // for it to catch up (the jobs before are all submitted: the run thread submits each job right
+  // after posting its record).
   template <class Append> void journal_job(Append append) {
     const int64_t before = jobs_submitted++;
     if (!journal) return;
     Stopwatch sw{queue_wait_ms};  // the journal's thread is still on the previous job
     journal->post([this, before, append = std::move(append)](StepJournal& j) {
-      if (jobs_written.load(std::memory_order_acquire) >= before) j.start_over();
+      if (j.records() >= kMaxJournalRecords) pipeline->wait_written(before);
+      if (pipeline->written() >= before) j.start_over();
       append(j);
     });
   }
-
-  // Runs on the writer after a job's write: counts it for the journal's start-overs.
-  void job_written() { jobs_written.fetch_add(1, std::memory_order_release); }
 
   void write_head() {
     std::string h = "{\"format\":\"minfer-trace\",\"version\":3,\n\"meta\":";
@@ -232,7 +239,6 @@ struct Recorder::Impl {
     // In order with the steps: the writer thread owns the file.
     pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) {
       file.write_head(texts.at(0));
-      job_written();
     });
   }
 
@@ -347,7 +353,6 @@ struct Recorder::Impl {
       Stopwatch w{write_ms};
       file.append_step(parts);
       to_disk_ms.push_back(ms_between(handed, Clock::now()));
-      job_written();
     });
     in_step = false;
     graph = nullptr;

@@ -76,6 +76,7 @@ StepJournal::~StepJournal() {
 
 void StepJournal::start_over() {
   end_ = records_start_;
+  records_ = 0;
   ++epoch_;
 }
 
@@ -91,6 +92,7 @@ void StepJournal::append(uint32_t kind, int64_t ordinal, std::string_view payloa
   write_all(fd_, reinterpret_cast<const char*>(&h), sizeof h, end_, path_);
   end_ += static_cast<int64_t>(sizeof h + payload.size());
   bytes_written_ += static_cast<int64_t>(sizeof h + payload.size());
+  ++records_;
 }
 
 void StepJournal::append_head(int64_t steps_before, const std::string& head) { append(kHead, steps_before, head); }

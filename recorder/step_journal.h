@@ -5,7 +5,7 @@
 // thread, journal_thread.h), and each head the file will get; `minfer-trace recover`
 // (trace_recover.h) formats what the .partial lacks.
 // Whenever the .partial holds everything journaled so far, the records start over, so the
-// journal stays about one step long. Layout (host byte order):
+// journal stays a few steps long (the recorder bounds it, recorder.cpp). Layout (host byte order):
 //   header:  "MINFERJ1", u64 n, then n bytes: the StepFormat and the vocabulary's token texts
 //   records: {u32 magic, u32 kind, u64 epoch, i64 ordinal, u64 size, u64 check} + size bytes
 // A record's bytes are written before its header (and the file header's magic after the rest of
@@ -44,6 +44,8 @@ class StepJournal {
 
   const std::string& path() const { return path_; }
   int64_t bytes_written() const { return bytes_written_; }
+  // Records appended since the last start-over: what a recovery would read.
+  int64_t records() const { return records_; }
 
  private:
   void append(uint32_t kind, int64_t ordinal, std::string_view payload);
@@ -52,6 +54,7 @@ class StepJournal {
   int64_t records_start_ = 0, end_ = 0;
   uint64_t epoch_ = 0;
   int64_t bytes_written_ = 0;
+  int64_t records_ = 0;
   std::vector<char> buf_;  // reused: a 0.5b decode step is ~0.4 MB
 };
 

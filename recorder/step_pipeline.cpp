@@ -34,6 +34,7 @@ void StepPipeline::submit(std::vector<Format> parts, Write write) {
     texts.reserve(parts.size());
     for (Format& f : parts) texts.push_back(f());
     write(texts);
+    written_.fetch_add(1, std::memory_order_release);
     return;
   }
   auto job = std::make_shared<Job>();
@@ -55,6 +56,13 @@ void StepPipeline::drain() {
   if (threads_.empty()) return;
   std::unique_lock<std::mutex> l(m_);
   done_cv_.wait(l, [&] { return error_ || jobs_.empty(); });
+  if (error_) std::rethrow_exception(error_);
+}
+
+void StepPipeline::wait_written(int64_t n) {
+  if (threads_.empty()) return;
+  std::unique_lock<std::mutex> l(m_);
+  done_cv_.wait(l, [&] { return error_ || written() >= n; });
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -120,6 +128,7 @@ void StepPipeline::write_loop() {
     if (!failed_.load()) {  // after an error nothing more is written
       try {
         job->write(job->texts);
+        written_.fetch_add(1, std::memory_order_release);
       } catch (...) {
         set_error(std::current_exception());
       }

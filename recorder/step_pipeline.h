@@ -6,13 +6,16 @@
 // Workers take parts through an atomic counter, not the queue's lock: a decode step has ~60
 // parts every ~0.8 ms, and a lock taken per part made the workers wait on each other.
 // submit() blocks while `max_pending` jobs are unwritten; drain() waits for all of them and
-// idle() asks without waiting (the recorder's flush and caught_up before a token is shown).
+// idle() asks without waiting (the recorder's flush and caught_up before a token is shown);
+// written() counts the jobs written, wait_written() waits for a count (the recorder's journal
+// starts over once the file holds every earlier job).
 // With 0 workers every job runs at once on the caller's thread (the CPU backend: its own
 // threads use every core). A part or write that throws stops the pipeline; the error is
 // rethrown by the next submit(), drain() or idle().
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -43,6 +46,10 @@ class StepPipeline {
   void drain();
   // Whether every submitted job was written; never waits. Rethrows the first error.
   bool idle();
+  // How many jobs were written, in submission order (an inline pipeline: every one submitted).
+  int64_t written() const { return written_.load(std::memory_order_acquire); }
+  // Waits until `n` jobs were written; rethrows the first error (after which none is).
+  void wait_written(int64_t n);
 
  private:
   struct Job {
@@ -69,6 +76,7 @@ class StepPipeline {
   std::deque<std::shared_ptr<Job>> jobs_;  // front: the next to write
   std::exception_ptr error_;
   std::atomic<bool> failed_{false};  // error_ is set: nothing more is formatted or written
+  std::atomic<int64_t> written_{0};  // jobs written without an error
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };

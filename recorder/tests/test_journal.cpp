@@ -238,8 +238,9 @@ json cuda_meta(bool journal = true) {
 }
 
 // A synthetic pipelined (CUDA-like) run whose formatting stalls after the recorder is set up, so
-// no step is written: the child records until the writer queue is full, then dies as a kill -9
-// would (_exit: no destructor, no flush). Returns the trace's path.
+// no step is written: the child records its steps (fewer than the writer's queue holds, so each
+// is journaled), waits for the writer as it ends, and dies there as a kill -9 would (_exit: no
+// destructor, no flush). Returns the trace's path.
 std::string stalled_run(const std::string& dir, int n_decode) {
   const std::string path = dir + "/t.json";
   const pid_t pid = fork();
@@ -259,7 +260,8 @@ std::string stalled_run(const std::string& dir, int n_decode) {
       }).detach();
       synth::Run r;
       r.n_decode = n_decode;
-      synth::run(rec, r);  // blocks once two steps wait for the writer
+      synth::run(rec, r);
+      rec.finish({{"load_ms", 1.0}});  // waits for the stalled writer until the _exit above
     } catch (...) {
       _exit(3);
     }
@@ -355,21 +357,20 @@ TEST(Recover, AKilledPipelinedRunGetsBackEveryStepItEnded) {
   ASSERT_TRUE(fs::exists(partial + ".journal"));
   EXPECT_EQ(load_trace(partial)["steps"].size(), 0u);  // nothing was formatted
 
-  // Step 0 and the decode graph's head wait for the writer; step 1 was journaled before its
-  // hand-over blocked.
+  // Every step and the decode graph's head wait for the writer, all journaled.
   const std::string out = recover_tool(partial);
   EXPECT_EQ(out.substr(0, 3), "0: ") << out;
-  EXPECT_NE(out.find("0 whole steps in the file, 2 recovered"), std::string::npos) << out;
+  EXPECT_NE(out.find("0 whole steps in the file, 6 recovered"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(partial + ".journal"));
   const json t = load_trace(partial);
   EXPECT_EQ(t["complete"], false);
   std::string errs;
   for (const auto& e : validate_trace(t)) errs += e + "\n";
   EXPECT_EQ(errs, "");
-  ASSERT_EQ(t["steps"].size(), 2u);
+  ASSERT_EQ(t["steps"].size(), 6u);
   const json full = full_run(dir, 5);
   EXPECT_EQ(t["graphs"], full["graphs"]);  // the decode graph came from the journal's head
-  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(timeless(t["steps"][i]), timeless(full["steps"][i])) << "step " << i;
 
   // Nothing left to do: a clear error, the file untouched.
   const std::string again = recover_tool(path);
@@ -398,7 +399,7 @@ TEST(Recover, AStepCutMidWriteIsTakenFromTheJournal) {
     std::ofstream(partial, std::ios::binary | std::ios::trunc) << text;
     const RecoverResult r = recover_trace(partial);
     EXPECT_EQ(r.steps_in_file, 0u);
-    EXPECT_EQ(r.steps_recovered, 2u);
+    EXPECT_EQ(r.steps_recovered, 6u);
     EXPECT_TRUE(validate_trace(load_trace(partial)).empty());
     fs::rename(partial + ".orig", partial);
     fs::rename(partial + ".journal.orig", partial + ".journal");
@@ -508,6 +509,32 @@ TEST(Recover, AJournalStaysAboutOneStepLongWhileTheWriterKeepsUp) {
   EXPECT_FALSE(fs::exists(journal));
 }
 
+// A writer that stays behind never finds the file holding every earlier record, so the journal
+// would grow by every step: past 16 records (recorder.cpp's kMaxJournalRecords) the journal's
+// thread waits for the writer and starts over.
+TEST(Recover, AJournalStaysBoundedWhileTheWriterLags) {
+  const std::string dir = temp_dir("journal_bounded");
+  RecorderOptions o;
+  o.path = dir + "/t.json";
+  static std::atomic<bool> slow{false};
+  Recorder rec(o, cuda_meta(), [](int32_t id) {  // a step formats in ~2 ms, the run's pace is 0
+    if (slow) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return synth::token_text(id);
+  });
+  slow = true;
+  synth::Run r;
+  r.n_decode = 60;
+  synth::run(rec, r);
+  rec.flush();
+  const JournalContents c = read_journal(o.path + ".partial.journal");
+  ASSERT_FALSE(c.records.empty());
+  EXPECT_LE(c.records.size(), 16u) << "the journal grew with the run";
+  EXPECT_EQ(c.records.back().ordinal, 60);
+  slow = false;
+  rec.finish({{"load_ms", 1.0}});
+  EXPECT_EQ(load_trace(o.path)["steps"].size(), 61u);
+}
+
 // A step is safe once journaled: the run may show its token while the writer is still behind
 // (without a journal only once the step is written).
 TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
@@ -563,7 +590,7 @@ TEST(Recover, DamagedJournalsAreRefusedOrRecoveredNeverACrash) {
     try {
       const RecoverResult r = recover_trace(partial);
       ++recovered;
-      EXPECT_LE(r.steps_recovered, 2u);
+      EXPECT_LE(r.steps_recovered, 6u);
     } catch (const Error&) {
       ++refused;
     }

@@ -124,6 +124,39 @@ TEST(StepPipeline, IdleSaysWhetherEverythingIsWrittenWithoutWaiting) {
       << "idle() reports the writer's error";
 }
 
+// written() counts the jobs written (inline: each as it is submitted); wait_written(n) returns
+// once n are, and rethrows the writer's error instead of waiting for a count never reached.
+TEST(StepPipeline, WrittenCountsJobsAndWaitWrittenWaitsForThem) {
+  StepPipeline inline_p(0, 4);
+  inline_p.submit([] { return std::string(); }, [](std::vector<std::string>&) {});
+  EXPECT_EQ(inline_p.written(), 1);
+  inline_p.wait_written(1);
+
+  std::atomic<bool> release{false};
+  StepPipeline p(2, 4);
+  for (int i = 0; i < 3; ++i)
+    p.submit(
+        [&, i] {
+          while (i == 1 && !release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          return std::string();
+        },
+        [](std::vector<std::string>&) {});
+  p.wait_written(1);
+  EXPECT_EQ(p.written(), 1) << "job 1 is still formatting: nothing after it is written";
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    release = true;
+  });
+  p.wait_written(3);
+  EXPECT_EQ(p.written(), 3);
+  releaser.join();
+
+  StepPipeline w(2, 4);
+  w.submit([] { return std::string(); }, [](std::vector<std::string>&) { throw std::runtime_error("disk full"); });
+  EXPECT_THROW(w.wait_written(1), std::runtime_error);
+  EXPECT_EQ(w.written(), 0);
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 
