@@ -22,8 +22,11 @@ export MINFER_TRACE_FUZZ_SEED="${MINFER_TRACE_FUZZ_SEED:-1}"
 source "$root/scripts/lib/asan-tests.sh"
 asan_configure
 tests=(recorder_test_trace_mutation recorder_test_journal)
-# The server's test exists when cpp-httplib was found (viz-server/CMakeLists.txt).
-if ninja -C "$build" -t targets all | grep -q "^viz_test_viz_mutation:"; then
+# The server's test exists when cpp-httplib was found (viz-server/CMakeLists.txt). The target
+# list is read whole first: `grep -q` on the pipe could exit before ninja has written it all,
+# and under pipefail ninja's SIGPIPE made the test look absent (CI skipped it so).
+targets=$(ninja -C "$build" -t targets all)
+if grep -q "^viz_test_viz_mutation:" <<< "$targets"; then
   tests+=(viz_test_viz_mutation)
 else
   echo "== minfer-viz is not built here (no cpp-httplib): its mutation test is skipped"
