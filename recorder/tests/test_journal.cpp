@@ -547,7 +547,22 @@ TEST(Recover, AJournaledStepIsSafeBeforeItIsWritten) {
       while (stall) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return synth::token_text(id);
     });
+    // The writer thread writes the head: the .partial is readable only once it has (a load
+    // before that threw, and the recorder's destructor then waited for the stalled writer).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (bool readable = false; !readable;) {
+      try {
+        load_trace(o.path + ".partial");
+        readable = true;
+      } catch (const Error&) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the head was never written";
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     stall = true;
+    struct Unstall {  // whatever fails below, the writer is let go before the recorder waits for it
+      ~Unstall() { stall = false; }
+    } unstall;
     synth::Run r;
     r.n_decode = 0;  // the prefill step only
     synth::run(rec, r);
