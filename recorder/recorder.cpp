@@ -237,9 +237,7 @@ struct Recorder::Impl {
     h += "],\n\"steps\":[";
     journal_job([h, before = steps_submitted](StepJournal& j) { j.append_head(before, h); });
     // In order with the steps: the writer thread owns the file.
-    pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) {
-      file.write_head(texts.at(0));
-    });
+    pipeline->submit([h] { return h; }, [this](std::vector<std::string>& texts) { file.write_head(texts.at(0)); });
   }
 
   // The id of g in this trace; a graph seen for the first time is added to the head.
