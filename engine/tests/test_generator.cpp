@@ -1,6 +1,8 @@
-// The generator: deterministic files, the qwen2 keys and shapes, and hidden states that stay in a
-// realistic range through every layer (per-layer RMS printed).
+// The generator: deterministic files (the same bytes as the single-threaded generator made, for
+// any thread count), the qwen2 keys and shapes, and hidden states that stay in a realistic range
+// through every layer (per-layer RMS printed).
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -11,6 +13,7 @@
 #include "cpu/cpu_backend.h"
 #include "exec/generate.h"
 #include "model/model.h"
+#include "sha256.h"
 #include "test_models.h"
 
 using namespace minfer;
@@ -59,6 +62,47 @@ TEST(Generator, DeterministicAndLoadable) {
   EXPECT_TRUE(m->hp.tied_embeddings);
   EXPECT_EQ(m->file->get_string("tokenizer.ggml.pre"), "qwen2");
   EXPECT_EQ(m->layers[0].wq.type, WeightType::Q4_0);
+}
+
+// SHA-256 of files the single-threaded generator wrote (before generation went multithreaded):
+// every thread count must still write exactly these bytes.
+struct Golden {
+  const char* weights;
+  uint64_t seed;
+  const char* sha256;
+};
+constexpr Golden kTinyGolden[] = {
+    {"q4_k_m", 1, "de85f3b73fc158393f18c78d494def96a0192488431a59a1b65cc3dceff89374"},
+    {"q8_0", 7, "528b41e754f552bec1d7a2e594566ac5da4508516efc709cf397dfbfc1c5c78c"},
+    {"q4_0", 7, "ab3a1aa0380d5244186365dc2eca3d5f6ae17e0ff9f67ba73c988bc3786bc1f9"},
+};
+
+TEST(Generator, GoldenBytesForAnyThreadCount) {
+  const std::string tok = minfer::testing::tokenizer_json();
+  MINFER_REQUIRE_MODEL(std::filesystem::exists(tok) ? tok : std::string());  // skips without the vocabulary
+  const std::string dir = std::string(MINFER_BINARY_DIR) + "/test-models";
+  std::filesystem::create_directories(dir);
+  for (const Golden& g : kTinyGolden)
+    for (int threads : {1, 4}) {
+      GenSpec s;
+      s.preset = "tiny";
+      s.weights = gen_weights_from_name(g.weights);
+      s.seed = g.seed;
+      s.threads = threads;
+      s.tokenizer_json = tok;
+      const std::string path = dir + "/gen-golden." + std::to_string(::getpid()) + ".gguf";
+      generate_model(s, path);
+      EXPECT_EQ(trace::sha256_file(path, false), g.sha256)
+          << "tiny " << g.weights << " seed " << g.seed << ", " << threads << " threads";
+      std::filesystem::remove(path);
+    }
+}
+
+// Every 0.5b matrix is split over the workers (the tiny preset's smallest ones are not).
+TEST(Generator, GoldenBytes05b) {
+  auto p = minfer::testing::generated_model("gen-rms-05b", "qwen2.5-0.5b", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(p);
+  EXPECT_EQ(trace::sha256_file(p, false), "ef66e75327d1b29f0b400d14f6a6b4cb09cb1839fa949d60a34ffb9609b3b41f");
 }
 
 TEST(Generator, Q4KMMixUsesSeveralTypes) {

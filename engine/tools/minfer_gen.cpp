@@ -1,6 +1,7 @@
 // minfer-gen: writes a Qwen2-architecture GGUF with deterministic random weights and the real
 // Qwen vocabulary.  minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m
-//                              [--seed S] [--tokenizer tokenizer.json] -o OUT.gguf
+//                              [--seed S] [--threads N] [--tokenizer tokenizer.json] -o OUT.gguf
+// The bytes depend on preset, weights and seed only, never on the thread count.
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -22,9 +23,18 @@ uint64_t parse_seed(const std::string& v) {
   return x;
 }
 
+int parse_threads(const std::string& v) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end != '\0' || x < 1 || x > 1024)
+    minfer::fail("--threads: expected an integer from 1 to 1024, got '", v, "'");
+  return static_cast<int>(x);
+}
+
 const char* kUsage =
     "usage: minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m "
-    "[--seed S] [--tokenizer tokenizer.json] -o OUT.gguf\n";
+    "[--seed S] [--threads N] [--tokenizer tokenizer.json] -o OUT.gguf\n"
+    "  --threads N: worker threads (default: MINFER_THREADS or every core); the output is the same for any N\n";
 }
 
 int main(int argc, char** argv) {
@@ -40,6 +50,7 @@ int main(int argc, char** argv) {
       if (a == "--preset") spec.preset = value();
       else if (a == "--weights") spec.weights = minfer::gen_weights_from_name(value());
       else if (a == "--seed") spec.seed = parse_seed(value());
+      else if (a == "--threads") spec.threads = parse_threads(value());
       else if (a == "--tokenizer") spec.tokenizer_json = value();
       else if (a == "-o" || a == "--output") out = value();
       else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
