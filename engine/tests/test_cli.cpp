@@ -1,6 +1,6 @@
-// End-to-end tests of the command-line tools (minfer, minfer-trace) on a generated tiny model:
-// errors and exit codes, tokenize, --dump-graph, trace recording, the kill -9 test, and the
-// comparison of the MMQ and float prefill paths.
+// End-to-end tests of the command-line tools (minfer, minfer-trace, minfer-bench) on a generated
+// tiny model: errors and exit codes, tokenize, --dump-graph, trace recording, the kill -9 test,
+// the comparison of the MMQ and float prefill paths, and the bench's report.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
 #include "test_models.h"
 
 namespace fs = std::filesystem;
@@ -347,4 +349,84 @@ TEST(Cli, PairedTraceRecordsBothPathsInLockstep) {
   r = sh(kBin + "minfer " + p + " hi -n 1 --quiet --compare-path f32", d);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("give --trace FILE"), std::string::npos) << r.err;
+}
+
+namespace {
+
+// A copy of `src` with its own output matrix (the embedding's bytes): untied, as 7B is.
+std::string untied_copy(const std::string& src, const fs::path& dir) {
+  auto f = minfer::GGUFFile::open(src);
+  minfer::GGUFWriter w;
+  w.set_alignment(f->alignment());
+  for (const auto& [key, v] : f->metadata()) w.set(key, v);
+  for (const auto& t : f->tensors()) w.add_tensor(t.name, t.ne, t.type, {t.data, t.data + t.nbytes});
+  const auto& e = f->tensor("token_embd.weight");
+  w.add_tensor("output.weight", e.ne, e.type, {e.data, e.data + e.nbytes});
+  const std::string out = (dir / "untied.gguf").string();
+  w.write(out);
+  return out;
+}
+
+}  // namespace
+
+// Bytes per decode token: every weight once, the embedding whole when tied (it is the LM head)
+// and one row when untied; the KV cache at the timed steps' mean context; and the bandwidth and
+// floor that follow from them. No kernel records on the cpu: null, with the reason.
+TEST(Cli, BenchReportsBytesPerTokenAndBandwidth) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("bench");
+  const int depth = 8, tg = 4;
+  for (const std::string& m : {p, untied_copy(p, d)}) {
+    SCOPED_TRACE(m);
+    CmdResult r = sh(kBin + "minfer-bench " + m + " --backend cpu -p 4 -n " + std::to_string(tg) + " -d " +
+                         std::to_string(depth) + " -r 1 --json",
+                     d);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    auto f = minfer::GGUFFile::open(m);
+    const auto& e = f->tensor("token_embd.weight");
+    const bool tied = f->find_tensor("output.weight") == nullptr;
+    int64_t file_bytes = 0;
+    for (const auto& t : f->tensors()) file_bytes += static_cast<int64_t>(t.nbytes);
+    const int64_t row = static_cast<int64_t>(e.nbytes) / e.n_rows();
+    const auto& mem = j["memory"];
+    EXPECT_EQ(mem["weight_bytes_per_token"].get<int64_t>(), tied ? file_bytes : file_bytes - static_cast<int64_t>(e.nbytes) + row);
+    const minfer::HParams h = minfer::HParams::from_gguf(*f);
+    const double kv = 2.0 * h.n_layer * h.n_embd_kv() * 4 * (depth + (tg + 1) / 2.0);
+    EXPECT_DOUBLE_EQ(mem["kv_bytes_per_token"].get<double>(), kv);
+    const double bytes = j["bytes_per_token"].get<double>();
+    EXPECT_DOUBLE_EQ(bytes, mem["weight_bytes_per_token"].get<double>() + kv);
+    if (!tied) {
+      EXPECT_LT(bytes, static_cast<double>(file_bytes));
+    }
+    const double tok_s = j["tg"]["median_tok_s"].get<double>(), bw = mem["read_gb_s"].get<double>();
+    ASSERT_GT(tok_s, 0);
+    ASSERT_GT(bw, 0);
+    EXPECT_NEAR(j["achieved_gb_s"].get<double>(), bytes * tok_s / 1e9, 1e-9 * bytes * tok_s / 1e9);
+    EXPECT_NEAR(j["fraction_of_read_bw"].get<double>(), j["achieved_gb_s"].get<double>() / bw, 1e-12);
+    EXPECT_NEAR(mem["decode_floor_tok_s"].get<double>(), bw * 1e9 / bytes, 1e-9 * bw * 1e9 / bytes);
+    EXPECT_NEAR(mem["tg_fraction_of_floor"].get<double>(), j["fraction_of_read_bw"].get<double>(), 1e-12);
+    EXPECT_TRUE(j["kernel_families"].is_null());
+    EXPECT_EQ(j["kernel_families_unavailable"], "the backend runs no GPU kernels");
+  }
+}
+
+// The text report names the bytes, the bandwidth and why there is no kernel table; --trace
+// still records the decode runs into a valid trace.
+TEST(Cli, BenchTextReportAndTrace) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("bench-trace");
+  const std::string t = (d / "t.json").string();
+  CmdResult r = sh(kBin + "minfer-bench " + p + " --backend cpu -p 4 -n 3 -r 1 --trace " + t, d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("MB/token"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s read"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel families: unavailable (the backend runs no GPU kernels)"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["steps"].size(), 4u);  // prefill + 3 decode steps
+  r = sh(kBin + "minfer-trace validate " + t, d);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }

@@ -6,9 +6,11 @@
 // included, each into PATH (the last run's file stays): tg is then the recorded decode speed, in
 // the same steady state as the untraced figure (the recording overhead; prefill runs untraced).
 // MINFER_MMQ=0 benchmarks the float prefill path. Token ids are fixed pseudo-random values.
-// Also reports the decode floor: weight bytes streamed per token over the measured read
-// bandwidth (host memory for cpu, device memory for cuda), the decode speed as a fraction of
-// it, and the memory the backend holds (its categories and, on cuda, the device memory in use).
+// Also reports the bytes a decode token reads (weights and KV cache), the bandwidth that
+// achieves at the measured decode speed as a fraction of the measured read bandwidth (host
+// memory for cpu, device memory for cuda), the decode floor those bytes set, and the memory the
+// backend holds (its categories and, on cuda, the device memory in use). On cuda one more short
+// decode run records one decode step's kernels (CUPTI) for a per-kernel-family breakdown.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "cli/backend_choice.h"
 #include "cli/cli_trace.h"
 #include "exec/generate.h"
+#include "exec/kernel_families.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,6 +53,105 @@ nlohmann::json memory_json(const minfer::MemoryReport& m) {
   for (const auto& [what, bytes] : m) j[what] = bytes;
   j["total"] = minfer::memory_categories_total(m);
   return j;
+}
+
+// Weight bytes one decode token reads: every weight once, but the embedding only as the one row
+// it gathers when the model has its own output matrix (tied, it is read whole as the LM head).
+int64_t decode_weight_bytes(const minfer::Model& m) {
+  auto bytes = [](const minfer::WeightView& w) { return w.rows * static_cast<int64_t>(w.row_bytes); };
+  int64_t b = bytes(m.output_norm) + bytes(m.output);
+  if (!m.hp.tied_embeddings) b += static_cast<int64_t>(m.token_embd.row_bytes);
+  for (const auto& l : m.layers)
+    for (const minfer::WeightView* w : {&l.attn_norm, &l.wq, &l.bq, &l.wk, &l.bk, &l.wv, &l.bv, &l.wo,
+                                        &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+      b += bytes(*w);
+  return b;
+}
+
+// KV cache bytes a decode step attending `ctx` positions reads: K and V of every layer. Both
+// backends keep the cache in f32 (cpu_backend.cpp, cuda_backend.cpp: [n_ctx][n_embd_kv] floats).
+double decode_kv_bytes(const minfer::HParams& h, double ctx) {
+  return 2.0 * static_cast<double>(h.n_layer) * static_cast<double>(h.n_embd_kv()) * sizeof(float) * ctx;
+}
+
+// Asks for the kernel records (CUPTI) of one decode step and keeps them; reads nothing else.
+class KernelProbe final : public minfer::Observer {
+ public:
+  explicit KernelProbe(int step) : step_(step) {}
+  minfer::StepRecording recording(const minfer::StepInfo& s) const override {
+    minfer::StepRecording r;
+    r.nodes = false;
+    r.kernels = s.phase == minfer::Phase::Decode && s.step == step_;
+    return r;
+  }
+  void on_node(const minfer::Node&, const minfer::NodeOutput*, const minfer::NodeTime&) override {}
+  void on_gpu_time(const minfer::StepInfo& s, const minfer::StepGpuTime& t) override {
+    if (s.phase == minfer::Phase::Decode && s.step == step_) time = t;
+  }
+  minfer::StepGpuTime time;
+
+ private:
+  int step_;
+};
+
+// One decode step's kernels, by family.
+struct KernelBreakdown {
+  minfer::KernelFamilies families;
+  minfer::StepGpuTime time;
+  std::string unavailable;  // "" when families holds the step's records
+};
+
+// The decode step profiled: a steady one, with a decode step before it and one after.
+constexpr int kProfiledStep = 2;
+
+// From a short decode run after `prompt` (the timed runs' depth); the reason instead when the
+// backend has no kernel records (cpu, CUPTI unavailable).
+KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, const std::vector<int32_t>& prompt) {
+  KernelBreakdown k;
+  k.unavailable = b.kernel_records_unavailable();
+  if (!k.unavailable.empty()) return k;
+  KernelProbe probe(kProfiledStep);
+  minfer::GenerateOptions o;
+  o.n_predict = kProfiledStep + 2;  // the prefill's token, then decode steps 1..kProfiledStep + 1
+  o.stop_at_eog = false;
+  minfer::generate(m, b, nullptr, prompt, o, &probe);
+  k.time = probe.time;
+  k.families = minfer::kernel_families(k.time.kernels);
+  if (k.time.kernels.empty())
+    k.unavailable = k.time.note.empty() ? "no kernel records came back for the profiled step" : k.time.note;
+  return k;
+}
+
+// Per family: launches, µs (sums of CUPTI durations), share of the sum, mean µs per launch. A
+// step is one token, so these are per token.
+nlohmann::json kernel_families_json(const KernelBreakdown& k, size_t prompt_tokens) {
+  nlohmann::json fams = nlohmann::json::array();
+  for (const auto& f : k.families.families)
+    fams.push_back({{"family", f.name}, {"launches_per_token", f.launches}, {"us_per_token", f.total_us},
+                    {"share", k.families.sum_us > 0 ? f.total_us / k.families.sum_us : 0.0},
+                    {"us_per_launch", f.total_us / f.launches}});
+  return {{"profiled_step", kProfiledStep}, {"prompt_tokens", prompt_tokens}, {"launches_per_token", k.families.launches},
+          {"sum_us", k.families.sum_us}, {"gpu_span_us", k.families.span_us},
+          {"busy_us", k.time.busy_ms >= 0 ? nlohmann::json(k.time.busy_ms * 1e3) : nlohmann::json(nullptr)},
+          {"dropped_records", k.time.dropped},
+          {"note", "CUPTI durations; under PDL a kernel's duration includes the time it waits for its "
+                   "predecessor, so sums and shares overstate kernels that start early and wait"},
+          {"families", fams}};
+}
+
+void print_kernel_families(const KernelBreakdown& k) {
+  if (!k.unavailable.empty()) {
+    std::printf("kernel families: unavailable (%s)\n", k.unavailable.c_str());
+    return;
+  }
+  const minfer::KernelFamilies& f = k.families;
+  std::printf("kernel families of one decode step: %d launches, %.1f us summed, %.1f us GPU span "
+              "(CUPTI durations: under PDL they include the wait for the previous kernel)\n",
+              f.launches, f.sum_us, f.span_us);
+  std::printf("  %-36s %8s %10s %7s %10s\n", "family", "launches", "us/token", "share", "us/launch");
+  for (const auto& x : f.families)
+    std::printf("  %-36s %8d %10.2f %6.1f%% %10.2f\n", x.name.c_str(), x.launches, x.total_us,
+                f.sum_us > 0 ? 100.0 * x.total_us / f.sum_us : 0.0, x.total_us / x.launches);
 }
 
 }  // namespace
@@ -126,11 +228,17 @@ int main(int argc, char** argv) {
       pp_ts.push_back(minfer::generate(*model, backend, nullptr, prompt, prefill_only, nullptr).prefill_tok_s());
       tg_ts.push_back(decode_run().decode_tok_s());
     }
-    // Every weight is read once per decode token (the tied embedding once, as the output matrix).
-    size_t weight_bytes = 0;
-    for (const auto& t : model->file->tensors()) weight_bytes += t.nbytes;
+    const double tg_tok_s = median(tg_ts);
+    // A decode step at position p attends p + 1 positions: over the timed steps (p from the
+    // prompt's length on, tg of them) that is prompt + (tg + 1) / 2 on average.
+    const double kv_ctx = static_cast<double>(decode_prompt.size()) + (tg + 1) / 2.0;
+    const int64_t weight_bytes = decode_weight_bytes(*model);
+    const double kv_bytes = decode_kv_bytes(model->hp, kv_ctx);
+    const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
     const double bw = backend.read_bandwidth_gbs();
-    const double floor_tok_s = bw * 1e9 / static_cast<double>(weight_bytes);
+    const double floor_tok_s = bw * 1e9 / bytes_per_token;
+    const double achieved_gb_s = bytes_per_token * tg_tok_s / 1e9;
+    const KernelBreakdown kernels = profile_decode_step(*model, backend, decode_prompt);
     nlohmann::json j = {
         {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
         {"matmul_path", backend.matmul_path_label()},
@@ -138,20 +246,31 @@ int main(int argc, char** argv) {
         {"step_graphs", backend.step_graphs()}, {"chained_decode", backend.chains_greedy_token()},
         {"backend_memory_bytes", memory_json(backend.memory())},
         {"decode_kernels_per_token", backend.decode_kernels()},
-        {"us_per_decode_kernel", backend.decode_kernels() > 0 ? 1e6 / median(tg_ts) / backend.decode_kernels() : 0.0},
+        {"us_per_decode_kernel", backend.decode_kernels() > 0 ? 1e6 / tg_tok_s / backend.decode_kernels() : 0.0},
         {"pp", {{"tokens", pp}, {"median_tok_s", median(pp_ts)}, {"runs_tok_s", pp_ts}}},
-        {"tg", {{"tokens", tg}, {"depth", depth}, {"median_tok_s", median(tg_ts)}, {"runs_tok_s", tg_ts}}},
+        {"tg", {{"tokens", tg}, {"depth", depth}, {"median_tok_s", tg_tok_s}, {"runs_tok_s", tg_ts}}},
         {"trace", trace_opts.enabled() ? trace_opts.to_json() : nlohmann::json(nullptr)},
+        {"bytes_per_token", bytes_per_token},
+        {"achieved_gb_s", achieved_gb_s},
+        {"fraction_of_read_bw", achieved_gb_s / bw},
         {"memory", {{"read_gb_s", bw}, {"weight_bytes_per_token", weight_bytes},
-                    {"decode_floor_tok_s", floor_tok_s}, {"tg_fraction_of_floor", median(tg_ts) / floor_tok_s}}},
+                    {"kv_bytes_per_token", kv_bytes}, {"kv_mean_context", kv_ctx}, {"kv_dtype", "f32"},
+                    {"decode_floor_tok_s", floor_tok_s}, {"tg_fraction_of_floor", tg_tok_s / floor_tok_s}}},
+        {"kernel_families", kernels.unavailable.empty() ? kernel_families_json(kernels, decode_prompt.size())
+                                                        : nlohmann::json(nullptr)},
+        {"kernel_families_unavailable", kernels.unavailable.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernels.unavailable)},
         {"minfer_version", MINFER_VERSION}, {"commit", MINFER_GIT_COMMIT}};
-    if (json) std::printf("%s\n", j.dump(2).c_str());
-    else
+    if (json) {
+      std::printf("%s\n", j.dump(2).c_str());
+      if (!kernels.unavailable.empty()) std::fprintf(stderr, "minfer-bench: no kernel families: %s\n", kernels.unavailable.c_str());
+    } else {
       std::printf("%s | %s | %s path | pp%d: %.2f tok/s | tg%d: %.2f tok/s (median of %d) | "
-                  "floor %.1f tok/s (%.0f MB/token at %.1f GB/s): %.0f%%\n",
+                  "%.1f MB/token (weights %.1f, KV %.1f): %.1f GB/s of %.1f GB/s read = %.0f%% | floor %.1f tok/s\n",
                   model_path.c_str(), backend.device().c_str(), backend.matmul_path_label().c_str(),
-                  pp, median(pp_ts), tg, median(tg_ts), reps, floor_tok_s, weight_bytes / 1e6, bw,
-                  100.0 * median(tg_ts) / floor_tok_s);
+                  pp, median(pp_ts), tg, tg_tok_s, reps, bytes_per_token / 1e6, weight_bytes / 1e6, kv_bytes / 1e6,
+                  achieved_gb_s, bw, 100.0 * achieved_gb_s / bw, floor_tok_s);
+      print_kernel_families(kernels);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minfer-bench: error: %s\n", e.what());
