@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "cuda/cuda_check.h"
+
 namespace minfer::cuda {
 
 bool device_usable(std::string* why) {
@@ -47,6 +49,16 @@ std::string device_description() {
   os << p.name << " (sm_" << p.major << p.minor << ", " << p.totalGlobalMem / 1073741824.0 << " GiB, "
      << p.multiProcessorCount << " SMs, driver " << drv / 1000 << "." << (drv % 1000) / 10 << ")";
   return os.str();
+}
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v > 0 ? v : 1;
+  }();
+  return n;
 }
 
 }  // namespace minfer::cuda

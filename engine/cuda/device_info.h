@@ -9,5 +9,7 @@ namespace minfer::cuda {
 bool device_usable(std::string* why);
 // "NVIDIA H200 (sm_90, 139.8 GiB, driver 13.0)"; call only when device_usable().
 std::string device_description();
+// The current device's SM count (read once; the launchers size their grids by it).
+int sm_count();
 
 }  // namespace minfer::cuda

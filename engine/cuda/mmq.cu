@@ -77,6 +77,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device_info.h"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
@@ -375,16 +376,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
-}
-
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v > 0 ? v : 1;
-  }();
-  return n;
 }
 
 template <WeightType T, int A>

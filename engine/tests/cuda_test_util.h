@@ -1,18 +1,19 @@
-// Shared helpers of the GPU tests: skip with a visible reason when no usable GPU exists, random
-// inputs (never zeros), device round trips and error measures with stated tolerances.
+// Shared helpers of the GPU tests: skip with a visible reason when no usable GPU exists, device
+// round trips and error measures with stated tolerances; the random inputs and weights are
+// quant_test_data.h's (included here).
 #pragma once
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_info.h"
+#include "tests/quant_test_data.h"
 
 namespace minfer::testing {
 
@@ -21,16 +22,6 @@ namespace minfer::testing {
     std::string why_;                                                               \
     if (!minfer::cuda::device_usable(&why_)) GTEST_SKIP() << "SKIPPED (GPU test): " << why_; \
   } while (0)
-
-// n floats from N(0, scale^2) with a few planted outliers (real activations have them).
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  for (size_t i = 0; i < n; i += 997) v[i] *= 8.0f;
-  return v;
-}
 
 template <class T>
 cuda::DeviceBuffer to_device(const std::vector<T>& h, const char* what = "test input") {

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "cpu/ops.h"
 #include "cuda/get_rows.h"
-#include "tests/cuda_quant_test_util.h"
+#include "tests/cuda_test_util.h"
 
 using namespace minfer;
 using namespace minfer::testing;

@@ -11,7 +11,7 @@
 //      scale group, then per 32-block in K order  wsum = fma(d_w, isum, 0) (Q6_K: the second
 //      half fma'd on top), acc = fma(m_w, s_a, d_a * wsum) + acc, and y = acc + bias.
 //   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (q8_1_reference in
-//      cuda_quant_test_util.h: dequantize_row of both, Q8_1's stored f16 s where the kernel
+//      quant_test_data.h: dequantize_row of both, Q8_1's stored f16 s where the kernel
 //      uses it for the weight offset). Integer dots are exact; what is left is f32 rounding of
 //      scales and of the running sum over 32-blocks: asserted rel L2 <= 1e-5 and every element
 //      within 2e-5 * sum|terms| + 1e-6.
@@ -33,7 +33,7 @@
 #include "cpu/matmul.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
-#include "tests/cuda_quant_test_util.h"
+#include "tests/cuda_test_util.h"
 
 using namespace minfer;
 using namespace minfer::testing;

@@ -1,9 +1,13 @@
 // mmvq and gemv_float (engine/cuda/mmvq.cu), the decode matrix-vector products.
 //
 // mmvq, every quantized weight type, random-bytes and quantizer-made weights, rows of 32/96/896
-// (32-blocks) or 256/768/4864 (K-quants), odd row counts (1, 7, 33, 131, 4099), with and without
-// bias; both CTA shapes run (one warp per row for short rows, four for the 4864-wide ones).
-//   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (cuda_quant_test_util.h's
+// (32-blocks) or 256/768/4864 (K-quants), 2176/2304, and the 7B widths 3584/18944, odd row counts
+// (1, 7, 9, 29, 33, 67, 131, 2113, 4099), with and without bias. Rows of 32-element block types
+// with >= 2048 elements that are a multiple of 4 bytes stream (mmvq_stream.cu: 4-, 8- and 16-byte
+// copies, one chunk or several with a partial last one, groups of one row and of two); the others
+// (short rows, an odd number of 18/22/34-byte blocks, K-quants) take mmvq.cu's kernel, in both CTA
+// shapes.
+//   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (quant_test_data.h's
 //      q8_1_reference: dequantize_row of both, with Q8_1's stored f16 s where the kernel uses it
 //      for the weight offset). The kernel's integer dots are exact, so what is left is f32
 //      rounding of per-group scales and partial sums: asserted rel L2 <= 1e-5 and every element
@@ -24,7 +28,7 @@
 #include "cpu/matmul.h"
 #include "cuda/mmvq.h"
 #include "cuda/quantize.h"
-#include "tests/cuda_quant_test_util.h"
+#include "tests/cuda_test_util.h"
 
 using namespace minfer;
 using namespace minfer::testing;
@@ -107,11 +111,18 @@ std::vector<Case> mmvq_cases() {
       c.push_back({t, 33, 896, WeightSource::RandomBytes});     // one warp per row, partial CTA
       c.push_back({t, 131, 4864, WeightSource::RandomBytes});   // four warps per row
       c.push_back({t, 4099, 896, WeightSource::Quantized});     // many CTAs, real quantizer output
+      c.push_back({t, 67, 3584, WeightSource::Quantized});      // Qwen2.5-7B widths: streamed rows of
+      c.push_back({t, 29, 18944, WeightSource::RandomBytes});   // several chunks, the last one partial
+      c.push_back({t, 9, 2176, WeightSource::RandomBytes});     // 68 blocks: 8-byte copies (Q4_0, Q5_0, Q8_0)
+      c.push_back({t, 2113, 2176, WeightSource::RandomBytes});  // enough rows for groups of two (132 SMs)
     } else {
       c.push_back({t, 1, 256, WeightSource::RandomBytes});
       c.push_back({t, 7, 768, WeightSource::RandomBytes});      // one warp per row
       c.push_back({t, 131, 4864, WeightSource::RandomBytes});   // four warps per row
       c.push_back({t, 33, 4864, WeightSource::Quantized});
+      c.push_back({t, 67, 3584, WeightSource::Quantized});      // Qwen2.5-7B widths
+      c.push_back({t, 29, 18944, WeightSource::RandomBytes});
+      c.push_back({t, 2113, 2304, WeightSource::RandomBytes});
     }
   }
   return c;

@@ -6,10 +6,11 @@
 // without the norm, bias, residual and the x_hat output; 1, 2 and 3 matrices per launch (also of
 // mixed types); n_in 896 (legacy types; 768 for the K-quants, whose blocks are 256), 4864, and for
 // the legacy types 96 and 4000 (not multiples of 256; 4000 takes four warps per row), plus 16384
-// (the largest row). The row counts are chosen so that, on a 132-SM H200, every kernel variant runs:
-// one warp per row with R = 1 (q/k/v: 896+128+128), R = 2 (2500 rows) and R = 4 (4864 / 3000+1700
-// rows), four warps per row with R = 1 (131+33) and R = 2 (896 rows: ffn_down); partial tiles and
-// tiles that end inside a matrix (131, 7, 33; 1, 2, 3). Inputs have planted outliers (x8 every
+// (the largest row) and 3584 (Qwen2.5-7B). Rows that stream for mmvq (stream_usable: 32-element
+// blocks, >= 2048 elements, a multiple of 4 bytes) take the streaming kernel (mmvq_stream.cu), the
+// others mmvq_fused.cu's kernels, and a group with both kinds (mixed_stream_and_k) takes both.
+// For the latter the row counts are chosen so that, on a 132-SM H200, every variant of them that
+// such rows reach runs: partial tiles and tiles that end inside a matrix (131, 7, 33; 1, 2, 3). Inputs have planted outliers (x8 every
 // 997th value); every output is poisoned with NaN first, so an unwritten element fails.
 //
 // Tolerances:
@@ -17,7 +18,8 @@
 //     squares with rms_norm's per-thread loop and cub::BlockReduce<double, 256>); at most 1 ulp is
 //     accepted, and any difference is reported.
 //   y vs mmvq of quantize_q8_1 of the SAME x_hat (the fused x_hat): bit-equal, always (same Q8_1
-//     device code, same dot helpers, same per-row thread split and reduction order).
+//     device code, same dot helpers, same per-row thread split and reduction order: mmvq and the
+//     fused launchers pick the kernel by the same rule, stream_usable).
 //   y vs the unfused chain from rms_norm: bit-equal when x_hat is bit-equal (always without the
 //     norm); otherwise every element within 1e-6 * sum_k |w_k x_hat_k| (+|bias|), because a 1-ulp
 //     change of x_hat moves each term by about 6e-8 of itself (it only exceeds that if it flips a
@@ -42,7 +44,7 @@
 #include "cuda/mmvq_fused.h"
 #include "cuda/quantize.h"
 #include "cuda/rms_norm.h"
-#include "tests/cuda_quant_test_util.h"
+#include "tests/cuda_test_util.h"
 
 using namespace minfer;
 using namespace minfer::testing;
@@ -286,6 +288,7 @@ std::vector<FusedCase> fused_cases() {
     cs.push_back({tn + "_down",       4864,   {{t, 896}},                      false, false, true,  false});
     cs.push_back({tn + "_wide_odd",   4864,   {{t, 131}, {t, 33}},             true,  true,  true,  true});
     cs.push_back({tn + "_wide_tiny3", 4864,   {{t, 1}, {t, 2}, {t, 3}},        true,  true,  false, false});
+    cs.push_back({tn + "_n3584",      3584,   {{t, 515}, {t, 64}, {t, 63}},    true,  true,  false, true});
     if (legacy) {
       cs.push_back({tn + "_n96",      96,     {{t, 5}, {t, 9}},                true,  true,  true,  true});
       cs.push_back({tn + "_n4000",    4000,   {{t, 77}},                       true,  false, false, true});
@@ -296,6 +299,7 @@ std::vector<FusedCase> fused_cases() {
   // Mixed types in one launch (Q4_K_M files mix them; 896-wide tensors fall back to legacy types).
   cs.push_back({"mixed_legacy_qkv", 896, {{W::Q5_0, 896}, {W::Q8_0, 128}, {W::Q4_1, 128}}, true, true, false, true});
   cs.push_back({"mixed_k_qkv", 4864, {{W::Q4_K, 131}, {W::Q6_K, 64}, {W::Q5_K, 64}}, true, true, true, true});
+  cs.push_back({"mixed_stream_and_k", 4864, {{W::Q8_0, 131}, {W::Q4_K, 64}, {W::Q5_0, 33}}, true, true, true, true});
   cs.push_back({"mixed_all_legacy", 896, {{W::Q4_0, 33}, {W::Q5_1, 65}, {W::Q8_0, 2200}}, false, true, true, true});
   return cs;
 }
@@ -376,6 +380,7 @@ std::vector<SwigluCase> swiglu_cases() {
     cs.push_back({tn + "_odd", t, narrow, 131, false, false});     // R = 1, partial tile
     cs.push_back({tn + "_wide", t, 4864, 896, true, true});        // four warps per row, R = 2
     cs.push_back({tn + "_wide_odd", t, 4864, 131, false, true});   // four warps per row, R = 1
+    cs.push_back({tn + "_n3584", t, 3584, 1001, true, false});     // Qwen2.5-7B width, streamed
     if (legacy) cs.push_back({tn + "_n96", t, 96, 37, true, true});
   }
   return cs;

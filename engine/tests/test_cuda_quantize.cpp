@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "cuda/quantize.h"
-#include "tests/cuda_quant_test_util.h"
+#include "tests/cuda_test_util.h"
 
 using namespace minfer;
 using namespace minfer::testing;

@@ -1,6 +1,7 @@
-// Test data and references shared by the GPU tests of the quantized kernel families (dequant,
-// get_rows, mmvq, mmq): random weights of every type, and the exact float64 reference of what
-// an int8 dot against Q8_1 activations computes.
+// Test data and references shared by the tests of the quantized kernel families (dequant,
+// get_rows, mmvq, mmq, the fused matvecs) and by minfer-kernel-bench: random inputs (never zeros),
+// random weights of every type, and the exact float64 reference of what an int8 dot against Q8_1
+// activations computes. Plain C++ (no GoogleTest, no CUDA), so a tool can include it.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -13,9 +14,18 @@
 #include "core/weight_type.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
-#include "tests/cuda_test_util.h"
 
 namespace minfer::testing {
+
+// n floats from N(0, scale^2) with a few planted outliers (real activations have them).
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  for (size_t i = 0; i < n; i += 997) v[i] *= 8.0f;
+  return v;
+}
 
 inline const WeightType kAllWeightTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16, WeightType::Q4_0,
                                              WeightType::Q4_1, WeightType::Q5_0, WeightType::Q5_1, WeightType::Q8_0,
