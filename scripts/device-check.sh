@@ -6,13 +6,14 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
-#                                         launch; overhead and kill are the trace stage's overhead
+#                                         launch kbench; overhead and kill are the trace stage's overhead
 #                                         runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
-# (the six main benches only), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
+# (the main benches only; =decode: without the f16 prefill path), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
-# GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile).
+# GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile),
+# MINFER_DEVICE_KBENCH_ARGS (extra minfer-kernel-bench options of the kbench stage: --quick, --filter S).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -61,7 +62,7 @@ TYPES=${MINFER_DEVICE_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6
 PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
 model() { local m=$ROOT/models/$PRESET-$1.gguf; [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$PRESET" --weights "$1" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null; echo "$m"; }
 
-# Every model the stages below need, generated in parallel (minfer-gen is single-threaded).
+# Every model the stages below need, one after another (each minfer-gen uses every core).
 gen_one() {
   local m=$ROOT/models/$1-$2.gguf
   [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
@@ -74,8 +75,7 @@ if has generate || has diff || has bench || has trace || has prefill; then
   has trace && for w in q4_0 q8_0; do need+=("$PRESET $w"); done
   has prefill && need+=("$PRESET q4_0")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
-  while read -r p w; do gen_one "$p" "$w" & done < <(printf '%s\n' "${need[@]}" | sort -u)
-  wait
+  while read -r p w; do gen_one "$p" "$w"; done < <(printf '%s\n' "${need[@]}" | sort -u)
   say "models generated ($(( $(date +%s) - t0 )) s)"
 fi
 
@@ -128,19 +128,27 @@ if has bench; then
 import json, sys
 j = json.load(open(sys.argv[1])); j["tag"] = sys.argv[2]
 open(sys.argv[3], "a").write(json.dumps(j) + "\n")
-print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %d kernels/token, %.2f us each | mem %.0f MiB, device in use %.0f MiB" % (
+print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %.0f MB/token, %.0f GB/s = %.0f%% of read | %d kernels/token, %.2f us each | mem %.0f MiB, device in use %.0f MiB" % (
     sys.argv[2], j["pp"]["tokens"], j["pp"]["median_tok_s"], j["tg"]["tokens"], j["tg"].get("depth", 0),
-    j["tg"]["median_tok_s"], j.get("decode_kernels_per_token", 0), j.get("us_per_decode_kernel", 0),
+    j["tg"]["median_tok_s"], j.get("bytes_per_token", 0) / 1e6, j.get("achieved_gb_s", 0), 100 * j.get("fraction_of_read_bw", 0),
+    j.get("decode_kernels_per_token", 0), j.get("us_per_decode_kernel", 0),
     j["backend_memory_bytes"]["total"] / 1048576, j["backend_memory_bytes"].get("device_in_use", 0) / 1048576))
+for f in (j.get("kernel_families") or {}).get("families", [])[:6]:
+    print("      %-30s %4d launches %8.2f us/token %5.1f%%" % (f["family"], f["launches_per_token"], f["us_per_token"], 100 * f["share"]))
 PY
   }
   for w in q4_0 q8_0 q4_k_m; do
     bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
-    bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
+    [ "${MINFER_DEVICE_BENCH:-all}" = decode ] || bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
   done
+  for w in q4_0 q8_0 q4_k_m; do  # the streaming decode matvec against the kernels it replaced
+    bench "$w-mmq-nostream" "$w" MINFER_MMVQ_STREAM=0 -- -p 512 -n 128 -r 5
+  done
+  if [ "${MINFER_DEVICE_BENCH:-all}" = all ]; then
   for w in q4_0 q8_0; do  # chained decode steps against host-fed tokens
     bench "$w-mmq-nochain" "$w" MINFER_CUDA_CHAIN=0 -- -p 512 -n 128 -r 5
   done
+  fi
   if [ -n "${MINFER_DEVICE_MMQ_TILES:-}" ]; then  # the MMQ tile rule against each forced tile (prefill)
     for w in q4_0 q8_0; do for tile in 64 32 16; do
       bench "$w-mmq-tile$tile" "$w" MINFER_MMQ_TILE=$tile -- -p 512 -n 8 -r 5
@@ -152,6 +160,15 @@ PY
   bench "q4_0-mmq-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
   bench "q8_0-mmq-depth4096" q8_0 -- -p 512 -n 128 -d 4096 -r 5
   fi
+fi
+
+if has kbench; then
+  # Every decode matvec and prefill GEMM kernel standalone, each beside its CPU check
+  # (minfer-kernel-bench, docs/cuda.md "Kernel bench"): the JSON to the logs, the table to the summary.
+  "$B/bin/minfer-kernel-bench" --json ${MINFER_DEVICE_KBENCH_ARGS:-} > "$LOGS/kernel-bench.json" 2> "$LOGS/kernel-bench.txt"
+  rc=$?
+  say "kernel bench: rc=$rc (0: every check passed, 2: a check failed, 77: no GPU) $(tail -1 "$LOGS/kernel-bench.txt")"
+  cat "$LOGS/kernel-bench.txt" >> "$SUMMARY"
 fi
 
 if has sanitize; then

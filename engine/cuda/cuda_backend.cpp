@@ -16,6 +16,7 @@
 #include "cuda/argmax.h"
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device_bandwidth.h"
 #include "cuda/device_info.h"
 #include "cuda/device_weights.h"
 #include "cuda/elementwise.h"
@@ -27,6 +28,7 @@
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
 #include "cuda/mmvq_fused.h"
+#include "cuda/mmvq_stream.h"
 #include "cuda/quantize.h"
 #include "cuda/rms_norm.h"
 #include "cuda/rope.h"
@@ -327,6 +329,8 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
     CUDA_CHECK(cudaMallocHost(&sl.host_token, sizeof(int32_t)));
   }
   impl_->check_weight_types();
+  // The streaming decode matvec where it measured faster: the wider models (mmvq_stream.h).
+  cuda::set_stream_enabled(cuda::stream_allowed_by_env() && m.hp.n_embd >= cuda::kStreamMinModelWidth);
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
   impl_->cublas_workspace.alloc(32u << 20, "the cuBLAS workspace");
@@ -1107,29 +1111,6 @@ MemoryReport CudaBackend::memory() const {
   return r;
 }
 
-double CudaBackend::read_bandwidth_gbs() {
-  // Device-to-device copies of 512 MiB: each byte is read once and written once.
-  Impl& d = *impl_;
-  const size_t bytes = 512u << 20;
-  DeviceBuffer a(bytes, "bandwidth probe"), b(bytes, "bandwidth probe");
-  CUDA_CHECK(cudaMemsetAsync(a.get(), 1, bytes, d.stream));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 6; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0, d.stream));
-    CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, d.stream));
-    CUDA_CHECK(cudaEventRecord(e1, d.stream));
-    cuda::sync_bounded(d.stream, "the bandwidth probe");
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i > 0) ms.push_back(t);  // the first copy warms up
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
-}
+double CudaBackend::read_bandwidth_gbs() { return cuda::measure_read_bandwidth_gbs(impl_->stream); }
 
 }  // namespace minfer

@@ -1,6 +1,7 @@
 // Decode matrix-vector products: y[o] = sum_k W[o][k] x[k] (+ bias[o]).
 //
-// mmvq (quantized W, x as Q8_1 blocks): a weight row is a run of blocks; each block splits into
+// mmvq (quantized W, x as Q8_1 blocks) streams where stream_usable says so (mmvq_stream.cu: the
+// usual case, every row a multiple of 4 bytes); elsewhere the kernel below. A weight row is a run of blocks; each block splits into
 // Codes<T>::kParts parts of 32 codes (quant_blocks.cuh). A part's dot with the activations is
 // integer: dp4a over 4 codes at a time, then one float multiply-add per group:
 //     part = sum_groups  d_w * d_a * isum  +  m_w * s_a
@@ -16,6 +17,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/mmvq_stream.h"
 #include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
 
@@ -179,6 +181,11 @@ void mmvq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* 
   if (!w || !x_q8_1 || !y) fail(who, ": null pointer");
   if ((reinterpret_cast<uintptr_t>(w) & 15u) != 0) fail(who, ": weight must be 16-byte aligned");
   if ((reinterpret_cast<uintptr_t>(x_q8_1) & 3u) != 0) fail(who, ": Q8_1 activations must be 4-byte aligned");
+  if (stream_usable(t, n_in)) {
+    const StreamInput in{n_in, x_q8_1, nullptr, nullptr, 0.0f, nullptr};
+    const StreamMatrix m{t, w, nullptr, n_out, bias, y, nullptr, nullptr, nullptr, nullptr};
+    return stream_matvec(in, &m, 1, s);
+  }
   switch (t) {
     case WeightType::Q4_0: return launch_mmvq<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, bias, y, s, "mmvq_kernel<Q4_0>");
     case WeightType::Q4_1: return launch_mmvq<WeightType::Q4_1>(w, n_out, n_in, x_q8_1, bias, y, s, "mmvq_kernel<Q4_1>");

@@ -12,7 +12,11 @@
 //                       added in warp order, then y = sum + bias (or + 0.0f), y + residual.
 //   SwiGLU:             gate, up as above (no bias); y = gate / (1 + expf(-gate)) * up.
 //
-// Thread-to-data: a CTA of 256 threads = 8 warps. W warps per row (W = 4 when the row has >= 96
+// Which kernel: the matrices whose rows stream (stream_usable, as mmvq decides) go to
+// mmvq_stream.cu's kernel in one launch; the rest (rows not a multiple of 4 bytes) to the kernels
+// below, in a second launch when a group has both. Each output is then computed as mmvq would.
+//
+// Thread-to-data (the kernels below): a CTA of 256 threads = 8 warps. W warps per row (W = 4 when the row has >= 96
 // units of 32 codes, i.e. n_in >= 3072, else 1: mmvq's choice), so a CTA works on 8/W row groups
 // at a time; each row group takes R consecutive rows of one matrix (for SwiGLU: R gate rows and
 // the same R up rows), so a warp has R (2R) independent weight streams in flight. A "tile" is
@@ -26,36 +30,27 @@
 // weight stream's DRAM latency overlaps the prologue. Launched with PDL (pdl.cuh): the prefetch,
 // which touches weights only, comes before pdl_wait(), so it also overlaps the previous kernel's
 // tail; everything that reads x or writes comes after it.
-// Prologue: thread t sums float4 t, t + 256, ... (as rms_norm); then each group of 8 lanes
-// quantizes one 32-value block per pass (lane sub owns values 4sub..4sub+3: one float4 of x,
-// and of norm_w), 32 blocks per pass; the second read of x hits L1. Shared memory: n_in/32
-// BlockQ8_1 (36 bytes each, <= 18 KiB at n_in 16384), dynamic; plus cub's temp storage.
+// Prologue: fused_prologue.cuh. Shared memory: n_in/32 BlockQ8_1 (36 bytes each, <= 18 KiB at
+// n_in 16384), dynamic; plus cub's temp storage.
 #include "cuda/mmvq_fused.h"
-
-#include <cub/block/block_reduce.cuh>
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device_info.h"
 #include "cuda/pdl.cuh"
 #include "cuda/mmvq.h"
-#include "cuda/q8_1_device.cuh"
+#include "cuda/fused_prologue.cuh"
+#include "cuda/mmvq_stream.h"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // = rms_norm's CTA: the double sum is reduced in the same order
+constexpr int kThreads = kPrologueThreads;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxOuts = 3;
 constexpr int kCtasPerSm = 2;  // __launch_bounds__ minimum: every CTA of the capped grid is resident
 
-struct Prologue {
-  const float* x;
-  const float* norm_w;  // nullptr: no norm
-  float* x_hat_out;     // nullptr: not written
-  int n_in;             // <= kFusedMaxInput, multiple of 32
-  float eps;
-};
 
 struct Seg {  // one matrix of mmvq_fused
   const uint8_t* w;
@@ -94,53 +89,6 @@ __device__ __forceinline__ void prefetch_l2(const uint8_t* p, int64_t bytes) {
     asm volatile("prefetch.L2 [%0];" ::"l"(p + off));
 }
 
-// x_hat = [rms_norm](x), written to x_hat_out when not null, and quantized to Q8_1 into xq (shared
-// memory, n_in/32 blocks). Every thread of the CTA must call it; it ends with a barrier.
-__device__ __forceinline__ void quantize_prologue(const Prologue& p, float* __restrict__ x_hat_out,
-                                                  BlockQ8_1* __restrict__ xq) {
-  using BlockReduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename BlockReduce::TempStorage tmp;
-  __shared__ float row_scale;
-  const float4* x4 = reinterpret_cast<const float4*>(p.x);
-  const int64_t cols = p.n_in;
-  float scale = 0.0f;
-  if (p.norm_w) {
-    // rms_norm_kernel<true>'s loop and reduction, unchanged (same order, same rounding).
-    double ss = 0;
-    for (int64_t i = threadIdx.x; i < cols / 4; i += kThreads) {
-      const float4 v = x4[i];
-      ss += static_cast<double>(v.x) * v.x + static_cast<double>(v.y) * v.y + static_cast<double>(v.z) * v.z +
-            static_cast<double>(v.w) * v.w;
-    }
-    ss = BlockReduce(tmp).Sum(ss);  // valid in thread 0 only
-    if (threadIdx.x == 0)
-      row_scale = static_cast<float>(1.0 / sqrt(ss / static_cast<double>(cols) + static_cast<double>(p.eps)));
-    __syncthreads();
-    scale = row_scale;
-  }
-  const float4* w4 = reinterpret_cast<const float4*>(p.norm_w);
-  float4* o4 = reinterpret_cast<float4*>(x_hat_out);
-  const int n_blocks = p.n_in / QK;
-  const int sub = threadIdx.x % 8;
-  // Loop bounds are the same for every thread (whole warps run every shuffle).
-  for (int b0 = 0; b0 < n_blocks; b0 += kThreads / 8) {
-    const int b = b0 + static_cast<int>(threadIdx.x) / 8;
-    const bool active = b < n_blocks;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (active) {
-      const int i = b * 8 + sub;  // float4 index: values [32b + 4sub, +4)
-      v = x4[i];
-      if (w4) {
-        const float4 g = w4[i];
-        v = make_float4(v.x * scale * g.x, v.y * scale * g.y, v.z * scale * g.z, v.w * scale * g.w);
-      }
-      if (o4) o4[i] = v;
-    }
-    const qb::Q8_1Quad q = qb::quantize_q8_1_quad(v);
-    if (active) qb::store_q8_1_quad(xq + b, sub, q);
-  }
-  __syncthreads();
-}
 
 // sum[r] += the row-group thread t's share of dot(row wr[r], xq), exactly mmvq_kernel's loop:
 // units u = t, t + 32W, ... (block u / kParts, part u % kParts), one sum per row.
@@ -310,16 +258,6 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_swiglu_fused_kernel
 
 // ---------------------------------------------------------------- launchers
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v > 0 ? v : 1;
-  }();
-  return n;
-}
-
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // Do the byte ranges [a, a + na) and [b, b + nb) share a byte?
@@ -399,6 +337,8 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
   FusedArgs a{};
   a.p = check_prologue(who, x, n_in, norm_w, eps, x_hat_out);
   a.n_segs = 0;
+  StreamMatrix streamed[kMaxOuts];  // the matrices mmvq would stream, in one streaming launch
+  int n_streamed = 0;
   for (int i = 0; i < n_outs; ++i) {
     const FusedMatvecOut& o = outs[i];
     if (o.n_out < 0) fail(who, ": matrix ", i, " has ", o.n_out, " rows");
@@ -407,6 +347,11 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
     check_output(who, "y", o.y, o.n_out, x, n_in);
     if (!o.residual != !o.y_plus_residual) fail(who, ": matrix ", i, ": residual and y_plus_residual go together");
     if (o.y_plus_residual) check_output(who, "y_plus_residual", o.y_plus_residual, o.n_out, x, n_in);
+    if (stream_usable(o.type, n_in)) {
+      streamed[n_streamed++] = StreamMatrix{o.type, o.w, nullptr, o.n_out, o.bias, o.y, o.residual, o.y_plus_residual,
+                                            nullptr, nullptr};
+      continue;
+    }
     Seg& sg = a.seg[a.n_segs++];
     sg.w = static_cast<const uint8_t*>(o.w);
     sg.bias = o.bias;
@@ -417,6 +362,7 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
     sg.row_bytes = n_in / info(o.type).block_elems * info(o.type).block_bytes;
     sg.type = o.type;
   }
+  if (n_streamed > 0) stream_matvec(StreamInput{n_in, nullptr, x, norm_w, eps, x_hat_out}, streamed, n_streamed, s);
   if (a.n_segs == 0) return;
   const bool wide = wide_rows(n_in);
   const int row_groups = kWarps / (wide ? 4 : 1);
@@ -454,6 +400,10 @@ void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float 
   check_output(who, "gate_out", gate_out, n_out, x, n_in);
   check_output(who, "up_out", up_out, n_out, x, n_in);
   check_output(who, "y", y, n_out, x, n_in);
+  if (stream_usable(type, n_in)) {
+    const StreamMatrix m{type, w_gate, w_up, n_out, nullptr, y, nullptr, nullptr, gate_out, up_out};
+    return stream_matvec(StreamInput{n_in, nullptr, x, norm_w, eps, x_hat_out}, &m, 1, s);
+  }
   a.w_gate = static_cast<const uint8_t*>(w_gate);
   a.w_up = static_cast<const uint8_t*>(w_up);
   a.n_out = n_out;

@@ -403,6 +403,61 @@ template <> struct Codes<WeightType::Q6_K> {
   }
 };
 
+// ---------------------------------------------------------------- a quarter of a part
+
+// The streaming decode matvec (mmvq_stream.cu; 32-element block types) splits a part over 4
+// lanes: lane j (0..3) takes ints j and j + 4 of the part's 8 (Codes<T>::get's order), so the 4
+// lanes of a block read one contiguous run and a warp covers 8 blocks per step. Each reader
+// below returns exactly those two ints of Codes<T>::get, loading only the bytes they come from.
+template <WeightType T>
+__device__ void codes_quarter(const uint8_t* blk, int j, int (&q)[2]);
+
+template <>
+__device__ __forceinline__ void codes_quarter<WeightType::Q4_0>(const uint8_t* blk, int j, int (&q)[2]) {
+  int v[1];
+  load_ints<align_of_field<WeightType::Q4_0>(offsetof(BlockQ4_0, qs))>(reinterpret_cast<const BlockQ4_0*>(blk)->qs + 4 * j, v);
+  q[0] = sub_bytes(low_nibbles(v[0]), 0x08080808u);
+  q[1] = sub_bytes(high_nibbles(v[0]), 0x08080808u);
+}
+template <>
+__device__ __forceinline__ void codes_quarter<WeightType::Q4_1>(const uint8_t* blk, int j, int (&q)[2]) {
+  int v[1];
+  load_ints<align_of_field<WeightType::Q4_1>(offsetof(BlockQ4_1, qs))>(reinterpret_cast<const BlockQ4_1*>(blk)->qs + 4 * j, v);
+  q[0] = low_nibbles(v[0]);
+  q[1] = high_nibbles(v[0]);
+}
+template <>
+__device__ __forceinline__ void codes_quarter<WeightType::Q5_0>(const uint8_t* blk, int j, int (&q)[2]) {
+  constexpr WeightType T = WeightType::Q5_0;
+  const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
+  int v[1], h[1];
+  load_ints<align_of_field<T>(offsetof(BlockQ5_0, qs))>(b->qs + 4 * j, v);
+  load_ints<align_of_field<T>(offsetof(BlockQ5_0, qh))>(b->qh, h);
+  const uint32_t qh = static_cast<uint32_t>(h[0]);
+  q[0] = sub_bytes(low_nibbles(v[0]) | spread_fifth_bits(qh >> (4 * j)), 0x10101010u);
+  q[1] = sub_bytes(high_nibbles(v[0]) | spread_fifth_bits(qh >> (16 + 4 * j)), 0x10101010u);
+}
+template <>
+__device__ __forceinline__ void codes_quarter<WeightType::Q5_1>(const uint8_t* blk, int j, int (&q)[2]) {
+  constexpr WeightType T = WeightType::Q5_1;
+  const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
+  int v[1], h[1];
+  load_ints<align_of_field<T>(offsetof(BlockQ5_1, qs))>(b->qs + 4 * j, v);
+  load_ints<align_of_field<T>(offsetof(BlockQ5_1, qh))>(b->qh, h);
+  const uint32_t qh = static_cast<uint32_t>(h[0]);
+  q[0] = low_nibbles(v[0]) | spread_fifth_bits(qh >> (4 * j));
+  q[1] = high_nibbles(v[0]) | spread_fifth_bits(qh >> (16 + 4 * j));
+}
+template <>
+__device__ __forceinline__ void codes_quarter<WeightType::Q8_0>(const uint8_t* blk, int j, int (&q)[2]) {
+  constexpr int kAlign = align_of_field<WeightType::Q8_0>(offsetof(BlockQ8_0, qs));
+  const uint8_t* qs = reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8_0*>(blk)->qs);
+  int a[1], b[1];
+  load_ints<kAlign>(qs + 4 * j, a);
+  load_ints<kAlign>(qs + 16 + 4 * j, b);
+  q[0] = a[0];
+  q[1] = b[0];
+}
 // ---------------------------------------------------------------- the int8 dot of one part
 
 // (d_a, s_a) of a Q8_1 block: its first 4 bytes as a half2.
@@ -431,6 +486,35 @@ __device__ __forceinline__ float dot_part_q8_1(const uint8_t* blk, const BlockQ8
     sum += ws.x * ads.x * static_cast<float>(isum) + ws.y * ads.y;
   }
   return sum;
+}
+
+// The activations a quarter of a 32-element block meets: ints j and j + 4 of its Q8_1 block, and
+// the block's (d_a, s_a). Loaded once and used for every weight row of a row group.
+template <WeightType T>
+struct ActQuarter {
+  int a[2];
+  float2 ds;
+};
+template <WeightType T>
+__device__ __forceinline__ ActQuarter<T> act_quarter(const BlockQ8_1* ab, int j) {
+  static_assert(Codes<T>::kGroups == 1, "32-element blocks: one group per part");
+  ActQuarter<T> r;
+  const int* qs = reinterpret_cast<const int*>(ab->qs);
+  r.a[0] = qs[j];
+  r.a[1] = qs[j + 4];
+  r.ds = q8_1_ds(ab);
+  return r;
+}
+
+// Lane j's share of dot_part_q8_1: the same terms over its two ints; the offset term m * s_a
+// (Q4_1, Q5_1) is added by lane 0 of the four only (it covers the whole Q8_1 block).
+template <WeightType T>
+__device__ __forceinline__ float dot_quarter_q8_1(const uint8_t* blk, const ActQuarter<T>& act, int j) {
+  int q[2];
+  codes_quarter<T>(blk, j, q);
+  const int isum = __dp4a(q[1], act.a[1], __dp4a(q[0], act.a[0], 0));
+  const float2 ws = Codes<T>::scale(blk, 0, 0);
+  return ws.x * act.ds.x * static_cast<float>(isum) + (j == 0 ? ws.y * act.ds.y : 0.0f);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
