@@ -3,15 +3,16 @@
 //
 // Thread-to-data. A CTA of 256 threads = 8 warps, at most 2 CTAs per SM (all resident). The
 // work is numbered in row groups: two rows of a matrix (matvec; one row, read twice, when the
-// launch has fewer than 8 pairs per SM) or gate row i with up row i (SwiGLU), matrix after matrix. Warp w of the grid's n takes the contiguous groups
-// [w * G / n, (w + 1) * G / n) and streams them chunk by chunk: a chunk is kChunkBlocks<T>
-// consecutive blocks (the row's last chunk may be shorter) of both rows of the group, about 1 KiB
-// per row, copied by the warp's 32 lanes with cp.async (16, 8 or 4 bytes each, the widest that
-// divides the row) into its own ring of kStages = 3 slots in shared memory. The ring runs across
-// groups and matrices: the warp issues chunk n + 2 before it consumes chunk n, so two chunks are
-// in flight while it computes (~2 KiB each: 16 warps x 2 x 2 KiB = 64 KiB per SM). The first two are issued
-// before pdl_wait (weights are constant during a step, pdl.cuh rule 3), so they overlap the
-// previous kernel and the prologue.
+// launch has fewer than 8 pairs per SM) or gate row i with up row i (SwiGLU), matrix after
+// matrix. Warp w of the grid's n takes the contiguous groups [w * G / n, (w + 1) * G / n) and
+// streams them chunk by chunk: a chunk is chunk_blocks(T) consecutive blocks (the row's last
+// chunk may be shorter) of both rows of the group, about 1 KiB per row, copied by the warp's 32
+// lanes with cp.async (16, 8 or 4 bytes each, the widest that divides the row) into its own ring
+// of kStages = 3 slots in shared memory. The ring runs across groups and matrices: the warp
+// issues chunk n + 2 before it consumes chunk n, so two chunks are in flight while it computes
+// (~2 KiB each: 16 warps x 2 x 2 KiB = 64 KiB per SM). The first two are issued before pdl_wait
+// (weights are constant during a step, pdl.cuh rule 3), so they overlap the previous kernel and
+// the prologue.
 // A chunk is consumed in quarters of a block (quant_blocks.cuh's codes_quarter): lane l takes
 // quarter l % 4 of blocks l / 4, l / 4 + 8, ..., so the 4 lanes of a block read one contiguous
 // run. Each lane's activation ints (from the Q8_1 row in shared memory) serve both rows. A row's
