@@ -1,8 +1,9 @@
 // Decode matrix-vector products: y[o] = sum_k W[o][k] x[k] (+ bias[o]).
 //
-// mmvq (quantized W, x as Q8_1 blocks) streams where stream_usable says so (mmvq_stream.cu: the
-// usual case, every row a multiple of 4 bytes); elsewhere the kernel below. A weight row is a run of blocks; each block splits into
-// Codes<T>::kParts parts of 32 codes (quant_blocks.cuh). A part's dot with the activations is
+// mmvq (quantized W, x as Q8_1 blocks) streams where stream_usable says so (mmvq_stream.cu:
+// 32-element block types with long rows in wide models); elsewhere the kernel below. A weight
+// row is a run of blocks; each block splits into Codes<T>::kParts parts of 32 codes
+// (quant_blocks.cuh). A part's dot with the activations is
 // integer: dp4a over 4 codes at a time, then one float multiply-add per group:
 //     part = sum_groups  d_w * d_a * isum  +  m_w * s_a
 // (s_a = d_a * sum(a): the Q8_1 block sum folds in the weight offset of Q4_1/Q5_1/Q4_K/Q5_K).
