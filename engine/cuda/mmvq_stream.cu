@@ -25,8 +25,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
@@ -290,19 +288,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int round16(int64_t v) { return static_cast<int>((v + 15) / 16 * 16); }
 
 std::atomic<bool>& stream_flag() {
-  static std::atomic<bool> on{stream_allowed_by_env()};
+  static std::atomic<bool> on{true};
   return on;
 }
 
 }  // namespace
 
-bool stream_allowed_by_env() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("MINFER_MMVQ_STREAM");
-    return !(v && std::string(v) == "0");
-  }();
-  return allowed;
-}
 bool stream_enabled() { return stream_flag().load(std::memory_order_relaxed); }
 void set_stream_enabled(bool on) { stream_flag().store(on, std::memory_order_relaxed); }
 

@@ -25,14 +25,13 @@ namespace minfer::cuda {
 bool stream_usable(WeightType t, int64_t n_in);
 constexpr int64_t kStreamMinInput = 2048;
 
-// On unless MINFER_MMVQ_STREAM=0. CudaBackend turns it off for models narrower than
-// kStreamMinModelWidth: on the H200, Qwen2.5-0.5B (896 wide; only its ffn_down rows are long
-// enough) decoded 5-8 % slower streamed and 7B (3584) 7 % faster (docs/benchmarks.md). Read at
-// launch time (a CUDA graph keeps what it was captured with); not meant to change while another
-// thread launches.
+// On by default (the kernel tests and minfer-kernel-bench). CudaBackend sets it per model: off
+// with MINFER_MMVQ_STREAM=0 and for models narrower than kStreamMinModelWidth (on the H200,
+// Qwen2.5-0.5B, 896 wide, where only ffn_down's rows are long enough, decoded 5-8 % slower
+// streamed; 7B, 3584 wide, 7 % faster: docs/benchmarks.md). Read at launch time (a CUDA graph
+// keeps what it was captured with); not meant to change while another thread launches.
 bool stream_enabled();
 void set_stream_enabled(bool on);
-bool stream_allowed_by_env();  // MINFER_MMVQ_STREAM is not 0
 constexpr int64_t kStreamMinModelWidth = 2048;
 
 // One matrix of a streaming launch. Matvec: y = W x (+ bias), and y_res = y + residual when
