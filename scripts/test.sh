@@ -6,10 +6,14 @@
 # Installs what it needs first. GPU tests skip with a visible reason when no GPU exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
 scripts/install-deps.sh
 scripts/build.sh
 status=0
-step() { echo; echo "=== $1"; }
+# Each stage's wall time, printed when the next one starts and at the end (CI budget: issue 31).
+stage_name="install + build"; stage_t0=0; t_all=0  # SECONDS counts from before the install
+stage_done() { echo "--- $stage_name: $(( SECONDS - stage_t0 )) s"; }
+step() { stage_done; stage_name=$1; stage_t0=$SECONDS; echo; echo "=== $1"; }
 
 step "ctest (engine, recorder, viz-server)"
 (cd build && ctest --output-on-failure -j"$(nproc)") || status=1
@@ -32,6 +36,8 @@ npm run --silent test:web || status=1
 step "web end-to-end tests (chromium)"
 MINFER_VIZ=build/bin/minfer-viz MINFER_TRACES=traces npm run --silent test:e2e || status=1
 
+stage_done
+echo "--- total: $(( SECONDS - t_all )) s"
 echo
 if [ $status -eq 0 ]; then echo "test.sh: all suites passed"; else echo "test.sh: FAILED (see above)"; fi
 exit $status
