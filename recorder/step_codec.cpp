@@ -190,6 +190,13 @@ StepData decode_step(const char* p, size_t n, const std::string& what) {
   if (static_cast<int>(d.info.phase) < 0 || static_cast<int>(d.info.phase) > 1) dec.bad("phase");
   for (const NodeData& nd : d.nodes)
     if (nd.id < 0 || static_cast<size_t>(nd.id) >= d.node_gpu.size()) dec.bad("a node id");
+  // What the step formatter reads together (step_json.cpp): the sampler's logits with the
+  // logits' length, the reference's logits with the step's.
+  for (const std::optional<LogitsData>* l : {&d.logits, &d.ref_logits})
+    if (*l && !(*l)->summary && (*l)->has_sampled && !(*l)->sampled_is_raw && (*l)->sampled.size() != (*l)->logits.size())
+      dec.bad("sampled logits of another length than the logits");
+  if (d.logits && d.ref_logits && d.ref_logits->logits.size() != d.logits->logits.size())
+    dec.bad("reference logits of another length than the step's");
   return d;
 }
 
