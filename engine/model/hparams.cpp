@@ -1,5 +1,7 @@
 #include "model/hparams.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 
@@ -39,12 +41,21 @@ HParams HParams::from_gguf(const GGUFFile& f) {
     if (kl != h.head_dim) fail(f.path(), ": attention.key_length ", kl, " != embedding/heads ", h.head_dim, " (unsupported)");
   }
   if (h.head_dim % 2 != 0) fail(f.path(), ": head dim ", h.head_dim, " must be even for rope");
-  if (!(h.rope_base > 0)) fail(f.path(), ": rope.freq_base must be positive");
-  if (!(h.rms_eps > 0)) fail(f.path(), ": layer_norm_rms_epsilon must be positive");
+  // Finite too: an infinite epsilon or base loads and then turns every activation into 0 or NaN.
+  if (!(h.rope_base > 0) || !std::isfinite(h.rope_base))
+    fail(f.path(), ": metadata ", a, "rope.freq_base = ", h.rope_base, " must be positive and finite");
+  if (!(h.rms_eps > 0) || !std::isfinite(h.rms_eps))
+    fail(f.path(), ": metadata ", a, "attention.layer_norm_rms_epsilon = ", h.rms_eps, " must be positive and finite");
   const GGUFTensorInfo& emb = f.tensor("token_embd.weight");
   if (emb.ne.size() != 2 || emb.ne[0] != h.n_embd)
     fail(f.path(), ": tensor 'token_embd.weight' must be {", h.n_embd, ", n_vocab}");
   h.n_vocab = emb.ne[1];
+  // A token the tokenizer can produce must have an embedding row (ids past it would gather
+  // outside the matrix).
+  if (const GGUFValue* tokens = f.find("tokenizer.ggml.tokens");
+      tokens && static_cast<int64_t>(tokens->arr.size()) > h.n_vocab)
+    fail(f.path(), ": tokenizer.ggml.tokens has ", tokens->arr.size(), " tokens but token_embd.weight only ", h.n_vocab,
+         " rows");
   h.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   return h;
 }

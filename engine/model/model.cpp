@@ -1,9 +1,12 @@
 #include "model/model.h"
 
+#include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "core/error.h"
+#include "quant/quant.h"
 
 namespace minfer {
 namespace {
@@ -21,6 +24,15 @@ WeightView view(const GGUFFile& f, const std::string& name, int64_t rows, int64_
   }
   if (info(t->type).activation_only)
     fail(f.path(), ": tensor '", name, "' has type ", minfer::name(t->type), ", which is not a weight type");
+  if (rows == 1) {
+    // Norm weights and biases: a NaN or Inf in one spreads to every activation after it. (The
+    // matrices are not scanned: that would read every weight byte at every load.)
+    std::vector<float> v(static_cast<size_t>(cols));
+    dequantize_row(t->type, t->data, v.data(), cols);
+    for (int64_t i = 0; i < cols; ++i)
+      if (!std::isfinite(v[static_cast<size_t>(i)]))
+        fail(f.path(), ": tensor '", name, "' has a non-finite value (", v[static_cast<size_t>(i)], ") at element ", i);
+  }
   WeightView w;
   w.name = name;
   w.type = t->type;
