@@ -53,10 +53,12 @@ void send_error(httplib::Response& res, int status, const std::string& message) 
 std::string status_reason(int status) {
   switch (status) {
     case 400: return "bad request";
+    case 403: return "forbidden";
     case 404: return "not found";
     case 405: return "method not allowed";
     case 413: return "payload too large";
     case 414: return "URI too long";
+    case 415: return "unsupported media type";
     case 416: return "range not satisfiable";
     case 422: return "unprocessable content";
     case 500: return "internal server error";

@@ -356,8 +356,10 @@ class LiveRuns {
     trace::RecorderOptions opts;
     opts.path = (out_dir_ / run.trace_name).string();
     bool cancelled = false;
-    std::string error;
     GenerateResult r;
+    // The last event ("done" or "error"); it goes out once the run is over (see below).
+    std::string last_type = "error";
+    json last;
     // The page connects right after it started the run: give it a moment, so the prefill's
     // nodes are streamed too (per-node events exist only while someone listens).
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -382,14 +384,18 @@ class LiveRuns {
       rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
                   {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
                   {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
-      run.log->push("done", {{"id", run.id}, {"trace", run.trace_name}, {"cancelled", cancelled},
-                             {"steps", obs.step_seconds.size()}, {"generated", r.generated.size()}, {"text", text},
-                             {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}});
+      last = {{"id", run.id}, {"trace", run.trace_name}, {"cancelled", cancelled},
+              {"steps", obs.step_seconds.size()}, {"generated", r.generated.size()}, {"text", text},
+              {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}};
+      last_type = "done";
     } catch (const std::exception& e) {
-      error = e.what();
-      run.log->push("error", {{"id", run.id}, {"message", error}});
+      last_type = "error";
+      last = {{"id", run.id}, {"message", e.what()}};
     }
+    // Finished (trace saved, recorder gone) before the last event goes out: a client that
+    // starts the next run on "done" or "error" must not be told this one is still busy.
     run.finished = true;
+    run.log->push(last_type, last);
     run.log->close();
   }
 

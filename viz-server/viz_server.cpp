@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "http_util.h"
 #include "path_safety.h"
+#include "request_guard.h"
 #include "static_files.h"
 
 namespace fs = std::filesystem;
@@ -70,8 +71,16 @@ VizServer::VizServer(const VizConfig& config)
   });
   server_.set_keep_alive_max_count(100);
   server_.set_payload_max_length(1 << 20);  // the API takes no uploads
-  server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  server_.set_pre_routing_handler([guard = RequestGuard(config.host)](const httplib::Request& req,
+                                                                      httplib::Response& res) {
     ignore_ranges(req);
+    if (auto refusal = guard.check(req)) {
+      send_error(res, refusal->status, refusal->message);
+      // Refused before its body is read: the unread body must not be taken for the next
+      // request on this connection.
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return refuse_suspicious(req, res);
   });
   server_.set_error_handler(httplib::Server::HandlerWithResponse(json_error_body));

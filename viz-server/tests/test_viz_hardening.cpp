@@ -99,17 +99,17 @@ TEST_F(VizHardening, DeepBombedAndCorruptTracesAreListedWithTheirError) {
 // multipart body labelled gzip.
 TEST_F(VizHardening, RangeRequestsGetTheWholeBody) {
   for (const std::string range : {"bytes=0-9", "bytes=0-9,20-29", "bytes=5000000-5000010", "bytes=-5"}) {
-    RawResponse r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: x\r\nRange: " + range +
+    RawResponse r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: " + range +
                                             "\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(r.status, 200) << range << "\n" << r.head;
     EXPECT_EQ(r.body, mmq_text) << range;
     EXPECT_EQ(r.head.find("Content-Range"), std::string::npos) << r.head;
-    r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: x\r\nRange: " + range +
+    r = raw_request(port(), "GET /api/traces/tiny-mmq.json HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: " + range +
                                 "\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(r.status, 200) << range << "\n" << r.head;
     EXPECT_EQ(r.head.find("multipart"), std::string::npos) << r.head;
     EXPECT_EQ(gzip_decompress(r.body, "body"), mmq_text) << range;
-    r = raw_request(port(), "GET /api/health HTTP/1.1\r\nHost: x\r\nRange: " + range + "\r\nConnection: close\r\n\r\n");
+    r = raw_request(port(), "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: " + range + "\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(r.status, 200) << r.head;
     EXPECT_TRUE(json::parse(r.body)["ok"].get<bool>()) << r.body;
   }
@@ -137,7 +137,7 @@ TEST_F(VizHardening, SlowClientsDoNotStarveHealth) {
   for (int i = 0; i < kSlow; ++i)
     slow.emplace_back([&] {
       const int fd = connect_loopback(port());
-      const std::string req = "GET /api/traces HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a') + "\r\n\r\n";
+      const std::string req = "GET /api/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + std::string(200, 'a') + "\r\n\r\n";
       for (size_t k = 0; fd >= 0 && k < req.size() && !stop; ++k) {
         if (::send(fd, &req[k], 1, MSG_NOSIGNAL) != 1) break;
         for (int t = 0; t < 30 && !stop; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -39,7 +39,7 @@ size_t start_and_abandon(int port, const std::string& extra_headers) {
     ::close(fd);
     return 0;
   }
-  std::string req = "GET /api/traces/big.json HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n";
+  std::string req = "GET /api/traces/big.json HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   size_t got = 0;
   char buf[8192];
@@ -107,7 +107,7 @@ TEST_F(VizRobustness, SlowReaderDoesNotBlockOthers) {
   addr.sin_port = htons(static_cast<uint16_t>(port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string req = "GET /api/traces/big.json HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string req = "GET /api/traces/big.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);  // and never read
   auto cli = client();
   for (int i = 0; i < 5; ++i) {

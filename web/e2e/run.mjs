@@ -789,7 +789,9 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
   mkdirSync(join(liveDir, 'traces'));
   copyFileSync(join(tracesDir, liveSample), join(liveDir, 'traces', liveSample));
   const ls = await startServer({ mock: false, tracesDir: join(liveDir, 'traces'), extraArgs: ['--model', model] });
-  const post = async (path, body) => { const r = await fetch(ls.url + path, { method: 'POST', body: JSON.stringify(body) }); return { status: r.status, body: await r.json() }; };
+  // JSON bodies go as application/json (the server answers 415 otherwise), as the page sends them.
+  const jsonPost = (url, body) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+  const post = async (path, body) => { const r = await jsonPost(ls.url + path, JSON.stringify(body)); return { status: r.status, body: await r.json() }; };
 
   await test('live run: prompt in the page, graph lights up, tokens arrive, trace saved, compared', async () => {
     await page.goto(ls.url);
@@ -843,7 +845,7 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
       const r = await post('api/run', body);
       check(r.status === 400 && want.test(r.body.error ?? ''), `${JSON.stringify(body).slice(0, 60)} → ${r.status} ${JSON.stringify(r.body)}`);
     }
-    const bad = await fetch(ls.url + 'api/run', { method: 'POST', body: '{not json' });
+    const bad = await jsonPost(ls.url + 'api/run', '{not json');
     check(bad.status === 400, 'non-JSON body was not a 400');
     check((await fetch(ls.url + 'api/health')).ok, 'the server stopped serving after bad requests');
     const v = await (await fetch(ls.url + 'api/vocab?model=tiny-q8_0.gguf&ids=9707,1879')).json();
@@ -875,7 +877,7 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
   await test('without --model the Run panel is absent and the API says live runs are off', async () => {
     const ob = await off.json();
     check(off.ok && ob.enabled === false && ob.models.length === 0 && /live runs are off/.test(ob.reason), `api/run/models without --model: ${off.status} ${JSON.stringify(ob)}`);
-    const p = await fetch(server.url + 'api/run', { method: 'POST', body: '{"prompt":"hi"}' });
+    const p = await jsonPost(server.url + 'api/run', '{"prompt":"hi"}');
     check(p.status === 404 && /live runs are off/.test((await p.json()).error), `POST api/run without --model: ${p.status}`);
     await page.goto(server.url);
     await ready();
