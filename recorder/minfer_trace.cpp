@@ -11,6 +11,7 @@
 
 #include "checked_trace.h"
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "json_out.h"
 #include "json_schema.h"
 #include "output_file.h"
@@ -198,10 +199,11 @@ int cmd_diff(std::vector<std::string> args) {
     };
     if (a == "--json") as_json = true;
     else if (a == "--threshold") {
-      const std::string v = value();
-      char* end = nullptr;
-      o.threshold = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !std::isfinite(o.threshold)) throw UsageError("diff: --threshold '" + v + "' is not a number");
+      try {
+        o.threshold = minfer::parse_number(value(), "diff: --threshold", -1e12, 1e12);  // any metric's scale
+      } catch (const minfer::Error& e) {
+        throw UsageError(e.what());
+      }
     } else if (a == "--metric") o.metric = value();
     else if (a == "-o") out = value();
     else if (!a.empty() && a[0] == '-') throw UsageError("diff: unknown option '" + a + "'");

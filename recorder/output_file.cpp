@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "exclusive_file.h"
 
 namespace minfer::trace {
 
@@ -62,9 +63,9 @@ void write_output_file(const std::string& path, std::string_view text) {
     close_checked(fd, path);
     return;
   }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(tmp, ": cannot create: ", std::strerror(errno));
+  // A name of its own: two writers of one path never share a temporary, nor follow a link.
+  std::string tmp;
+  const int fd = create_unique_file(path, tmp);
   try {
     write_all(fd, text.data(), text.size(), tmp);
   } catch (...) {

@@ -1,6 +1,6 @@
 // The one way the tools write an output file or standard output. A regular (or not yet
-// existing) target is written beside and renamed over, so a failed write never leaves half a
-// file over a good one; a device, FIFO or socket (-o /dev/null, -o /dev/stdout) is written in
+// existing) target is written beside (a new file of its own name, exclusive_file.h) and renamed
+// over, so a failed write never leaves half a file over a good one; a device, FIFO or socket (-o /dev/null, -o /dev/stdout) is written in
 // place, never renamed over (as root that would replace /dev/null with a regular file). Every
 // write, flush and close is checked: a full disk or a closed pipe is an error, not a silent
 // exit 0.

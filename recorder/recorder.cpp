@@ -472,6 +472,7 @@ void Recorder::finish(const nlohmann::json& timings) {
         {{"journal_ms", impl_->journal->busy_ms()}, {"journal_bytes", impl_->journal->journal().bytes_written()}});
   impl_->file.finish(dump(all));
   if (impl_->journal) impl_->journal->journal().remove();  // the finished file holds every step
+  impl_->file.close();  // only now: a next writer of the path must not find this run's journal
 }
 
 }  // namespace minfer::trace

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "selection.h"
 
 namespace minfer::trace {
@@ -45,12 +46,7 @@ const char* RecorderOptions::usage() {
 namespace {
 
 int parse_count(const std::string& v, const std::string& what, int max) {
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno != 0 || x < 0 || x > max)
-    fail(what, ": '", v, "' is not an integer in [0, ", max, "]");
-  return static_cast<int>(x);
+  return static_cast<int>(parse_int(v, what, 0, max));
 }
 
 bool parse_bool(const std::string& v, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "exclusive_file.h"
 #include "file_io.h"
 #include "step_codec.h"
 
@@ -52,8 +53,7 @@ template <class T> T take(const std::string& s, size_t& at, const std::string& p
 
 StepJournal::StepJournal(std::string path, const StepFormat& f, const std::vector<std::string>& vocab)
     : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(path_, ": cannot create the trace journal: ", std::strerror(errno));
+  fd_ = create_owned_file(path_);  // the trace file's writer holds the claim on its name
   std::string body;
   put(body, static_cast<uint8_t>(f.spec.stats));
   for (int32_t v : {f.spec.grid_rows, f.spec.grid_cols, f.spec.hist_bins, f.top_k, f.outliers}) put(body, v);

@@ -27,7 +27,8 @@ inline std::string journal_path_for(const std::string& partial_path) { return pa
 
 class StepJournal {
  public:
-  // Creates (truncates) `path` and writes its header; throws Error naming it when it cannot.
+  // Creates `path` new (a killed run's journal there is replaced, a symlink refused:
+  // exclusive_file.h) and writes its header; throws Error naming it when it cannot.
   StepJournal(std::string path, const StepFormat& format, const std::vector<std::string>& vocab);
   ~StepJournal();  // closes; the file stays (a run that did not finish leaves it for recovery)
   StepJournal(const StepJournal&) = delete;

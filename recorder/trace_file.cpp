@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "exclusive_file.h"
 #include "file_io.h"
 #include "output_file.h"
 
@@ -23,25 +24,36 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-void gzip_file(const std::string& src, const std::string& dst) {
-  FILE* in = std::fopen(src.c_str(), "rb");
-  if (!in) fail(src, ": cannot open for compression: ", std::strerror(errno));
-  gzFile out = gzopen(dst.c_str(), "wb6");
-  if (!out) {
-    std::fclose(in);
-    fail(dst, ": cannot create: ", std::strerror(errno));
+// Compresses the finished file (read through its descriptor: the file this run wrote, whatever
+// its path names by now) into the new file `out`, which this closes.
+void gzip_into(int in, int64_t size, const std::string& src, int out, const std::string& dst) {
+  gzFile gz = gzdopen(out, "wb6");
+  if (!gz) {
+    ::close(out);
+    fail(dst, ": cannot start compression");
   }
-  std::vector<char> buf(1 << 20);
-  size_t n;
   bool ok = true;
-  while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0)
-    if (gzwrite(out, buf.data(), static_cast<unsigned>(n)) != static_cast<int>(n)) ok = false;
-  std::fclose(in);
-  if (gzclose(out) != Z_OK || !ok) fail(dst, ": compression failed");
+  try {
+    constexpr int64_t kChunk = int64_t(1) << 20;
+    for (int64_t off = 0; off < size && ok; off += kChunk) {
+      const std::string buf = read_range(in, off, std::min(kChunk, size - off), src);
+      ok = gzwrite(gz, buf.data(), static_cast<unsigned>(buf.size())) == static_cast<int>(buf.size());
+    }
+  } catch (...) {
+    gzclose(gz);
+    throw;
+  }
+  if (gzclose(gz) != Z_OK || !ok) fail(dst, ": compression failed");
+}
+
+[[noreturn]] void lost_claim(const std::string& partial, const std::string& final_path) {
+  fail(partial, ": was removed or replaced while this run wrote it (another writer?); ", final_path,
+       " is left as it was");
 }
 
 // Beside the target, so the finish is a rename on one file system. A special target
-// (MINFER_TRACE=/dev/null) gets its .partial in the temp folder: nothing is created in /dev.
+// (MINFER_TRACE=/dev/null) gets its .partial in the temp folder: nothing is created in /dev
+// (the pid keeps two runs apart; the claim refuses a link planted there).
 std::string partial_path_for(const std::string& final_path) {
   if (!is_special_file(final_path)) return final_path + ".partial";
   const std::string base = std::filesystem::path(final_path).filename().string();
@@ -54,12 +66,14 @@ std::string partial_path_for(const std::string& final_path) {
 
 TraceFile::TraceFile(std::string final_path) : final_(std::move(final_path)) {
   partial_ = partial_path_for(final_);
-  fd_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(partial_, ": cannot create trace file: ", std::strerror(errno));
+  fd_ = claim_file(partial_);
 }
 
-TraceFile::~TraceFile() {
+TraceFile::~TraceFile() { close(); }
+
+void TraceFile::close() {
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 void TraceFile::write_at(const std::string& data, int64_t offset) {
@@ -77,20 +91,23 @@ void TraceFile::write_head(const std::string& head) {
   }
   // Rebuild beside and rename over: the old .partial stays valid until the rename.
   const std::string steps = read_range(fd_, head_len_, steps_end_ - head_len_, partial_);
+  // Locked before the rename, so the claim never lapses.
   const std::string tmp = partial_ + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(tmp, ": cannot create: ", std::strerror(errno));
+  const int fd = create_owned_file(tmp, /*locked=*/true);
   const std::string all = head + steps + kOpenTail;
   try {
     write_all(fd, all.data(), all.size(), 0, tmp);
+    if (!still_names(partial_, fd_)) lost_claim(partial_, final_);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
   if (std::rename(tmp.c_str(), partial_.c_str()) != 0) {
+    const int e = errno;
     ::close(fd);
-    fail(partial_, ": cannot replace: ", std::strerror(errno));
+    ::unlink(tmp.c_str());
+    fail(partial_, ": cannot replace: ", std::strerror(e));
   }
   ::close(fd_);
   fd_ = fd;
@@ -124,13 +141,19 @@ void TraceFile::finish(const std::string& timings_json) {
   if (::ftruncate(fd_, static_cast<off_t>(steps_end_ + static_cast<int64_t>(tail.size()))) != 0)
     fail(partial_, ": truncate failed: ", std::strerror(errno));
   ::fsync(fd_);
-  ::close(fd_);
-  fd_ = -1;
   finished_ = true;
+  // Only the file this run wrote goes into place; the claim (fd_) is kept until close().
+  if (!still_names(partial_, fd_)) lost_claim(partial_, final_);
   if (ends_with(final_, ".gz")) {
     const std::string tmp = partial_ + ".gz.tmp";
-    gzip_file(partial_, tmp);
-    move_into_place(tmp, final_);
+    const int out = create_owned_file(tmp);
+    try {
+      gzip_into(fd_, steps_end_ + static_cast<int64_t>(tail.size()), partial_, out, tmp);
+      move_into_place(tmp, final_);
+    } catch (...) {
+      ::unlink(tmp.c_str());
+      throw;
+    }
     ::unlink(partial_.c_str());
   } else {
     move_into_place(partial_, final_);

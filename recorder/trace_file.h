@@ -13,9 +13,11 @@ namespace minfer::trace {
 
 class TraceFile {
  public:
-  // Creates (truncates) "<final_path>.partial"; throws Error naming it when that fails.
+  // Creates "<final_path>.partial" and holds it (exclusive_file.h: a symlink there is refused;
+  // while this writer holds it a second writer of the path is refused; a killed run's file is
+  // replaced); throws Error naming it when that fails.
   explicit TraceFile(std::string final_path);
-  ~TraceFile();  // closes; an unfinished .partial stays as it is (like a crash would leave it)
+  ~TraceFile();  // close(); an unfinished .partial stays as it is (like a crash would leave it)
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
 
@@ -26,8 +28,11 @@ class TraceFile {
   // One step object (no newlines inside), then the tail, in one write.
   // One step object, given as the pieces whose concatenation it is (written without joining).
   void append_step(const std::vector<std::string>& step_json_parts);
-  // Writes the final tail, syncs, and moves the file to final_path.
+  // Writes the final tail, syncs, and moves the file to final_path. Still holds the claim, so
+  // that the files beside it (the journal) are removed before another writer may start.
   void finish(const std::string& timings_json);
+  // Lets go of the file (and the claim on its path).
+  void close();
 
   const std::string& final_path() const { return final_; }
   const std::string& partial_path() const { return partial_; }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 
 namespace minfer::trace {
 
@@ -21,19 +22,7 @@ bool is_gzip_magic(const unsigned char* p) { return p[0] == 0x1f && p[1] == 0x8b
 }  // namespace
 
 uint64_t parse_byte_size(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  uint64_t unit = 1;
-  const std::string suffix = end ? end : "";
-  if (suffix == "K" || suffix == "k") unit = uint64_t(1) << 10;
-  else if (suffix == "M" || suffix == "m") unit = uint64_t(1) << 20;
-  else if (suffix == "G" || suffix == "g") unit = uint64_t(1) << 30;
-  else if (!suffix.empty()) unit = 0;
-  if (text.empty() || text[0] == '-' || errno != 0 || end == text.c_str() || unit == 0 || v == 0 ||
-      v > UINT64_MAX / unit)
-    fail(what, ": '", text, "' is not a size in bytes (a positive number, optionally with K, M or G)");
-  return v * unit;
+  return minfer::parse_byte_size(text, what);
 }
 
 uint64_t default_max_trace_bytes() {

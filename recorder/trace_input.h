@@ -21,7 +21,8 @@ inline constexpr uint64_t kDefaultMaxTraceBytes = uint64_t(256) << 20;
 // suffix) when set, else kDefaultMaxTraceBytes. Throws Error when the variable is malformed.
 uint64_t default_max_trace_bytes();
 
-// "512M", "2G", "1000" -> bytes; throws Error naming `what` when the text is not a size.
+// "512M", "2G", "1000" -> bytes; throws Error naming `what` when the text is not a size
+// (core/parse_number.h, the one parser of the numbers a user sets).
 uint64_t parse_byte_size(const std::string& text, const std::string& what);
 
 struct ReadOptions {

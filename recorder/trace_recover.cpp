@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "exclusive_file.h"
 #include "file_io.h"
 #include "output_file.h"
 #include "step_codec.h"
@@ -111,6 +112,13 @@ RecoverResult recover_trace(const std::string& path) {
   if (::access(journal_path.c_str(), F_OK) != 0)
     fail(journal_path, ": no trace journal beside ", r.partial,
          " (only a pipelined CUDA run keeps one; a finished or CPU run has nothing to recover)");
+  // Held to the end: a run still writing the .partial is refused, not rewritten under it.
+  struct Lock {
+    int fd;
+    ~Lock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } lock{lock_existing(r.partial)};
   const JournalContents j = read_journal(journal_path);
   const MappedFile file(r.partial);
   const PartialFile p = split_partial(file.view());
@@ -150,12 +158,11 @@ RecoverResult recover_trace(const std::string& path) {
     errs += "\n  " + e;
   if (!errs.empty()) fail(r.partial, ": the steps recovered from ", journal_path, " do not validate:", errs);
 
-  const std::string tmp = r.partial + ".recovered.tmp";
+  std::string tmp;
   {
     const std::string sep = added.empty() ? "" : p.count > 0 ? ",\n" : "\n";
     const auto piece = [](std::string_view v) { return iovec{const_cast<char*>(v.data()), v.size()}; };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(tmp, ": cannot create: ", std::strerror(errno));
+    const int fd = create_unique_file(r.partial + ".recovered", tmp);
     try {
       write_all_v(fd, {piece(*head), piece(p.steps), piece(sep), piece(added), piece(kOpenTail)}, 0, tmp);
       if (::fsync(fd) != 0) fail(tmp, ": sync failed: ", std::strerror(errno));

@@ -1,30 +1,28 @@
 #include "cli/cli_args.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <string_view>
 
 #include "cli/backend_choice.h"
 #include "core/error.h"
+#include "core/parse_number.h"
+#include "core/thread_pool.h"
 #include "recorder_options.h"
 
 namespace minfer {
 namespace {
 
-long long to_int(const std::string& flag, const std::string& v, long long lo, long long hi) {
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || errno || x < lo || x > hi)
-    fail(flag, ": expected an integer in [", lo, ", ", hi, "], got '", v, "'");
-  return x;
+// Upper bounds of the generation flags: far beyond any real use, short of nonsense.
+constexpr int64_t kMaxTokens = 1 << 20;
+constexpr int64_t kMaxTopK = 1 << 24;
+constexpr double kMaxTemperature = 100;  // past ~10 sampling is uniform anyway
+constexpr double kMaxRepeatPenalty = 100;
+
+int int_flag(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  return static_cast<int>(parse_int(v, flag, lo, hi));
 }
 
-double to_float(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end) fail(flag, ": expected a number, got '", v, "'");
-  return x;
+float float_flag(const std::string& flag, const std::string& v, double lo, double hi) {
+  return static_cast<float>(parse_number(v, flag, lo, hi));
 }
 
 }  // namespace
@@ -47,9 +45,9 @@ const char* cli_usage() {
          "     separately recorded traces stay aligned; stops when T's tokens run out\n"
          "env: MINFER_TRACE=FILE records a trace; MINFER_MMQ=0 selects the float prefill path;\n"
          "     MINFER_COMPARE_PATH=P is --compare-path P;\n"
-         "     MINFER_THREADS=N; MINFER_NO_FUSION=1; MINFER_NO_CUDA_GRAPH=1 runs decode eagerly;\n"
-         "     MINFER_CUDA_FUSION=0 runs the unfused decode kernels; MINFER_NO_CUPTI=1 records no\n"
-         "     kernel timings in CUDA traces\n";
+         "     MINFER_THREADS=N (1 to 1024; --threads wins); MINFER_NO_FUSION=1;\n"
+         "     MINFER_NO_CUDA_GRAPH=1 runs decode eagerly; MINFER_CUDA_FUSION=0 runs the unfused decode\n"
+         "     kernels; MINFER_NO_CUPTI=1 records no kernel timings in CUDA traces\n";
 }
 
 CliOptions parse_cli(int argc, char** argv) {
@@ -69,13 +67,13 @@ CliOptions parse_cli(int argc, char** argv) {
     const std::string& f = a[i];
     if (f == "-h" || f == "--help") { o.mode = CliOptions::Mode::Help; return o; }
     if (f == "--version") { o.mode = CliOptions::Mode::Version; return o; }
-    if (f == "-n" || f == "--n-predict") o.n_predict = static_cast<int>(to_int(f, value(f), 0, 1 << 20));
-    else if (f == "--temp") o.sampler.temperature = static_cast<float>(to_float(f, value(f)));
-    else if (f == "--top-k") o.sampler.top_k = static_cast<int>(to_int(f, value(f), 0, 1 << 24));
-    else if (f == "--top-p") o.sampler.top_p = static_cast<float>(to_float(f, value(f)));
-    else if (f == "--repeat-penalty") o.sampler.repeat_penalty = static_cast<float>(to_float(f, value(f)));
-    else if (f == "--seed") o.sampler.seed = static_cast<uint64_t>(to_int(f, value(f), 0, (1LL << 62)));
-    else if (f == "--threads") o.threads = static_cast<int>(to_int(f, value(f), 1, 1024));
+    if (f == "-n" || f == "--n-predict") o.n_predict = int_flag(f, value(f), 0, kMaxTokens);
+    else if (f == "--temp") o.sampler.temperature = float_flag(f, value(f), 0, kMaxTemperature);
+    else if (f == "--top-k") o.sampler.top_k = int_flag(f, value(f), 0, kMaxTopK);
+    else if (f == "--top-p") o.sampler.top_p = float_flag(f, value(f), 0, 1);
+    else if (f == "--repeat-penalty") o.sampler.repeat_penalty = float_flag(f, value(f), 0, kMaxRepeatPenalty);
+    else if (f == "--seed") o.sampler.seed = parse_uint(value(f), f, 0, uint64_t(1) << 62);
+    else if (f == "--threads") o.threads = int_flag(f, value(f), 1, kMaxThreads);
     else if (f == "--backend") o.backend = parse_backend_flag(value(f));
     else if (f == "--dump-graph") o.dump_graph = value(f);
     else if (f == "--file") o.prompt_file = value(f);

@@ -15,6 +15,7 @@
 #include "cli/cli_trace.h"
 #include "cli/tokens_from.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "exec/generate.h"
 #include "graph/build_qwen2.h"
 #include "model/model.h"
@@ -68,9 +69,11 @@ std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Model& m, 
 int run_generate(const CliOptions& o) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
+  // The flag wins; the variable is checked before any work, whichever backend runs.
+  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
+  else threads_from_env();
   auto model = Model::load(o.model);
   auto tok = Tokenizer::from_gguf(*model->file);
-  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
   auto backend = make_backend(o.backend, *model, matmul_path_from_env());
   auto reference = reference_backend(o, *model, *backend);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();

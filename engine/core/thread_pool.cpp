@@ -1,7 +1,9 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
-#include <cstdlib>
+
+#include "core/error.h"
+#include "core/parse_number.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,7 +19,10 @@ namespace {
 constexpr int kSpinBeforeSleep = 1 << 11;
 }
 
+int threads_from_env() { return static_cast<int>(env_int("MINFER_THREADS", 1, kMaxThreads, 0)); }
+
 ThreadPool::ThreadPool(int n) {
+  if (n > kMaxThreads) fail("thread pool: asked for ", n, " threads, at most ", kMaxThreads);
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n;
   for (int i = 1; i < n; ++i) threads_.emplace_back([this, i] { worker(i); });
@@ -92,10 +97,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
 }
 
 ThreadPool& ThreadPool::global() {
-  static ThreadPool pool([] {
-    const char* e = std::getenv("MINFER_THREADS");
-    return e ? std::atoi(e) : 0;
-  }());
+  static ThreadPool pool(threads_from_env());
   return pool;
 }
 

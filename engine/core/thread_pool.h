@@ -10,9 +10,16 @@
 
 namespace minfer {
 
+// The most threads a pool may start, whoever asks (--threads, MINFER_THREADS, code): past it a
+// typo would start a machine-freezing number of threads.
+inline constexpr int kMaxThreads = 1024;
+
+// MINFER_THREADS, checked (1..kMaxThreads; core/parse_number.h); 0 when unset: every core.
+int threads_from_env();
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);  // n_threads <= 0: hardware concurrency
+  explicit ThreadPool(int n_threads);  // n_threads <= 0: hardware concurrency; > kMaxThreads: Error
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "core/parse_number.h"
+
 namespace minfer::cuda {
 
 void throw_cuda_error(cudaError_t e, const char* what, const char* file, int line) {
@@ -32,11 +34,7 @@ namespace {
 // Polls `ready` (cudaStreamQuery / cudaEventQuery) until it stops saying cudaErrorNotReady.
 template <class Query>
 void wait_bounded(Query ready, const char* what) {
-  static const double limit_s = [] {
-    const char* v = std::getenv("MINFER_CUDA_TIMEOUT_S");
-    double d = v ? std::atof(v) : 0.0;
-    return d > 0 ? d : 120.0;
-  }();
+  static const double limit_s = env_number("MINFER_CUDA_TIMEOUT_S", 0.001, 86400, 120.0);
   const auto t0 = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {
     cudaError_t e = ready();

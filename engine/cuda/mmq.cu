@@ -76,6 +76,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/quant_blocks.cuh"
@@ -403,10 +404,7 @@ void launch_mmq_tile(const void* w, int64_t n_out, int64_t n_in, const void* x, 
 // MINFER_MMQ_TILE=64|32|16 forces every launch's tile (a tuning knob: to measure the rule's
 // choice against the others on a device); 0 or unset: the rule.
 int forced_tile_rows() {
-  static const int rows = [] {
-    const char* v = std::getenv("MINFER_MMQ_TILE");
-    return v ? std::atoi(v) : 0;
-  }();
+  static const int rows = static_cast<int>(env_int("MINFER_MMQ_TILE", 0, 64, 0));
   return rows;
 }
 

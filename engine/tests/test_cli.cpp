@@ -72,6 +72,54 @@ TEST(Cli, BadArgumentsGiveClearErrors) {
   EXPECT_NE(r.err.find("missing.gguf"), std::string::npos) << r.err;
 }
 
+// Every number a user sets, by flag or environment variable, is checked in one place
+// (core/parse_number.h): out of range or not a number is a clear error naming the variable or
+// flag and the range, and exit 1, at once. The address-space cap only guards this machine
+// should a program start 100000 threads again (it would fail to, instead of taking it down).
+TEST(Cli, NumbersFromTheEnvironmentAndFlagsAreChecked) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("numbers");
+  const auto run = [&](const std::string& cmd) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CmdResult r = sh("(ulimit -v 8388608; timeout 60 " + cmd + ")", d);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 20.0) << cmd << ": took " << s << " s";
+    return r;
+  };
+  const auto expect_error = [&](const std::string& cmd, const std::string& message) {
+    CmdResult r = run(cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << cmd << "\n" << r.err;
+  };
+  const std::string minfer = kBin + "minfer " + p + " hi -n 2 --quiet";
+  for (const std::string v : {"100000", "0", "abc", "-3", "4x", " 8"})
+    expect_error("env 'MINFER_THREADS=" + v + "' " + minfer,
+                 "MINFER_THREADS: expected an integer from 1 to 1024, got '" + v + "'");
+  expect_error("env MINFER_THREADS=100000 " + kBin + "minfer-gen --preset tiny --weights q8_0 -o " + (d / "x.gguf").string(),
+               "MINFER_THREADS: expected an integer from 1 to 1024, got '100000'");
+  expect_error("env MINFER_THREADS=100000 " + kBin + "minfer-bench " + p + " -p 4 -n 2 -r 1",
+               "MINFER_THREADS: expected an integer from 1 to 1024, got '100000'");
+  // The flag wins over the variable, and is checked the same way.
+  CmdResult ok = run("env MINFER_THREADS=abc " + minfer + " --threads 2");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  expect_error(minfer + " --threads 100000", "--threads: expected an integer from 1 to 1024, got '100000'");
+  expect_error(kBin + "minfer-bench " + p + " --threads 100000", "--threads: expected an integer from 1 to 1024, got '100000'");
+  expect_error(kBin + "minfer-bench " + p + " -p abc", "-p: expected an integer from 1 to 1048576, got 'abc'");
+  expect_error(kBin + "minfer-gen --preset tiny --weights q8_0 --threads 0 -o x.gguf",
+               "--threads: expected an integer from 1 to 1024, got '0'");
+  expect_error(minfer + " -n 2000000", "-n: expected an integer from 0 to 1048576, got '2000000'");
+  expect_error(minfer + " --temp nan", "--temp: expected a number from 0 to 100, got 'nan'");
+  expect_error(minfer + " --top-p 2", "--top-p: expected a number from 0 to 1, got '2'");
+  expect_error(minfer + " --seed -1", "--seed: expected an integer from 0 to");
+  expect_error("env MINFER_TRACE=" + (d / "t.json").string() + " MINFER_TRACE_BINS=abc " + minfer,
+               "MINFER_TRACE_BINS: expected an integer from 0 to 4096, got 'abc'");
+  expect_error(minfer + " --trace " + (d / "t.json").string() + " --trace-topk 1e3",
+               "--trace-topk: expected an integer from 0 to 100000, got '1e3'");
+  expect_error("env MINFER_TRACE_MAX_BYTES=-5 " + kBin + "minfer-trace summary " + (d / "none.json").string(),
+               "MINFER_TRACE_MAX_BYTES: expected a size in bytes");
+}
+
 TEST(Cli, CorruptModelNamesTheFile) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
@@ -194,6 +242,51 @@ TEST(Cli, KillDuringRecordingLeavesAReadableTrace) {
   EXPECT_GE(j["steps"].size(), 3u);
   CmdResult r = sh(kBin + "minfer-trace validate " + partial, d);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// Two runs recording the same trace at once: the second is refused at the start, naming the
+// file; the first one's file is its own (its prompt), never written into by the second. A run
+// killed leaves a .partial nobody holds, which the next run of that path takes over.
+TEST(Cli, ASecondRunRecordingTheSameTraceIsRefused) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("two-writers");
+  const std::string t = (d / "t.json").string(), partial = t + ".partial";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execl((kBin + "minfer").c_str(), "minfer", p.c_str(), "Once upon a time", "-n", "3000", "--quiet", "--trace",
+          t.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool ready = false;
+  for (int i = 0; i < 600 && !ready; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto j = nlohmann::json::parse(slurp(partial), nullptr, false);
+    ready = !j.is_discarded() && j.contains("steps") && j["steps"].size() >= 2;
+  }
+  CmdResult second = sh(kBin + "minfer " + p + " 'Another prompt' -n 4 --quiet --trace " + t, d);
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(ready) << "the first run's partial trace never held 2 steps";
+  ASSERT_TRUE(WIFSIGNALED(st)) << "the first run finished before the second started; make it longer";
+  EXPECT_EQ(second.code, 1) << second.err;
+  EXPECT_NE(second.err.find(partial + ": another writer holds it"), std::string::npos) << second.err;
+  EXPECT_FALSE(fs::exists(t));
+  auto j = nlohmann::json::parse(slurp(partial), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "the first run's partial trace is not valid JSON";
+  EXPECT_EQ(j["meta"]["prompt"], "Once upon a time");
+  EXPECT_GE(j["steps"].size(), 2u);
+
+  CmdResult third = sh(kBin + "minfer " + p + " 'Another prompt' -n 4 --quiet --trace " + t, d);
+  ASSERT_EQ(third.code, 0) << third.err;
+  j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["meta"]["prompt"], "Another prompt");
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["steps"].size(), 4u);
+  EXPECT_FALSE(fs::exists(partial));
 }
 
 TEST(Cli, DiffOfMmqAndFloatPaths) {

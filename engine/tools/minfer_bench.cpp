@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "core/thread_pool.h"
 #include "cli/backend_choice.h"
 #include "cli/cli_trace.h"
@@ -101,6 +102,10 @@ struct KernelBreakdown {
   std::string unavailable;  // "" when families holds the step's records
 };
 
+// Bounds of -p, -n, -d and -r: far beyond any real benchmark, short of nonsense.
+constexpr int64_t kMaxTokens = 1 << 20;
+constexpr int64_t kMaxReps = 10000;
+
 // The decode step profiled: a steady one, with a decode step before it and one after.
 constexpr int kProfiledStep = 2;
 
@@ -166,15 +171,15 @@ int main(int argc, char** argv) {
     const int n_args = static_cast<int>(args.size());
     for (int i = 0; i < n_args; ++i) {
       std::string a = args[static_cast<size_t>(i)];
-      auto value = [&]() -> int {
+      auto value = [&](int64_t lo, int64_t hi) -> int {
         if (i + 1 >= n_args) minfer::fail(a, " needs a value");
-        return std::stoi(args[static_cast<size_t>(++i)]);
+        return static_cast<int>(minfer::parse_int(args[static_cast<size_t>(++i)], a, lo, hi));
       };
-      if (a == "-p") pp = value();
-      else if (a == "-n") tg = value();
-      else if (a == "-d") depth = value();
-      else if (a == "-r") reps = value();
-      else if (a == "--threads") threads = value();
+      if (a == "-p") pp = value(1, kMaxTokens);
+      else if (a == "-n") tg = value(1, kMaxTokens);
+      else if (a == "-d") depth = value(0, kMaxTokens);
+      else if (a == "-r") reps = value(1, kMaxReps);
+      else if (a == "--threads") threads = value(1, minfer::kMaxThreads);
       else if (a == "--json") json = true;
       else if (a == "--backend") {
         if (i + 1 >= n_args) minfer::fail(a, " needs a value");
@@ -186,8 +191,7 @@ int main(int argc, char** argv) {
     if (model_path.empty())
       minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-d D] [-r R] [--threads T] [--backend auto|cpu|cuda] [--json] "
                    "[--trace PATH --trace-*...]");
-    if (reps < 1 || pp < 1 || tg < 1 || depth < 0) minfer::fail("-p, -n and -r must be >= 1, -d >= 0");
-    minfer::ThreadPool pool(threads);
+    minfer::ThreadPool pool(threads > 0 ? threads : minfer::threads_from_env());
     auto t0 = std::chrono::steady_clock::now();
     auto model = minfer::Model::load(model_path);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

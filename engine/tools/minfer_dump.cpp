@@ -2,6 +2,7 @@
 // weights (f32), minfer's per-layer hidden states and logits for a prompt, and a greedy run.
 //   minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] [--backend auto|cpu|cuda] --out DIR
 // DIR/index.json lists every file with its shape; each .f32 file is raw little-endian float32.
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "cli/backend_choice.h"
 #include "exec/generate.h"
 #include "model/model.h"
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
       };
       if (a == "--ids") ids_text = value();
       else if (a == "--out") out_dir = value();
-      else if (a == "--greedy") greedy = std::stoi(value());
+      else if (a == "--greedy") greedy = static_cast<int>(parse_int(value(), a, 0, 1 << 20));
       else if (a == "--no-weights") weights = false;
       else if (a == "--backend") backend_choice = parse_backend_flag(value());
       else if (!a.empty() && a[0] == '-') fail("unknown option '", a, "'");
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
       fail("usage: minfer-dump MODEL --ids 1,2,3 [--greedy 64] [--no-weights] [--backend auto|cpu|cuda] --out DIR");
     std::vector<int32_t> ids;
     std::stringstream ss(ids_text);
-    for (std::string t; std::getline(ss, t, ',');) ids.push_back(std::stoi(t));
+    for (std::string t; std::getline(ss, t, ',');) ids.push_back(static_cast<int32_t>(parse_int(t, "--ids", 0, INT32_MAX)));
     auto m = Model::load(model_path);
     fs::create_directories(fs::path(out_dir) / "weights");
     nlohmann::json index;

@@ -1,0 +1,137 @@
+// The one parser of the numbers a user sets (core/parse_number.h): whole text, decimal, in range,
+// or an Error naming the flag or variable, the range and what was given.
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/parse_number.h"
+#include "core/thread_pool.h"
+
+using namespace minfer;
+
+namespace {
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+struct EnvVar {
+  std::string name;
+  EnvVar(const char* n, const char* v) : name(n) {
+    if (v) setenv(n, v, 1);
+    else unsetenv(n);
+  }
+  ~EnvVar() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST(ParseNumber, IntegersInRange) {
+  EXPECT_EQ(parse_int("1", "--threads", 1, 1024), 1);
+  EXPECT_EQ(parse_int("1024", "--threads", 1, 1024), 1024);
+  EXPECT_EQ(parse_int("-5", "x", -10, 10), -5);
+  EXPECT_EQ(parse_int("007", "x", 0, 10), 7);
+  EXPECT_EQ(parse_int("-9223372036854775808", "x", std::numeric_limits<int64_t>::min(), 0),
+            std::numeric_limits<int64_t>::min());
+}
+
+TEST(ParseNumber, IntegerErrorsNameTheSettingAndTheRange) {
+  EXPECT_EQ(error_of([] { parse_int("100000", "MINFER_THREADS", 1, 1024); }),
+            "MINFER_THREADS: expected an integer from 1 to 1024, got '100000'");
+  // Not a whole decimal integer: garbage, signs and spaces strtol would skip, fractions, empty.
+  for (const std::string v : {"0", "abc", "", "4x", " 8", "8 ", "+8", "1.5", "1e3", "0x10", "--1"})
+    EXPECT_EQ(error_of([&] { parse_int(v, "MINFER_THREADS", 1, 1024); }),
+              "MINFER_THREADS: expected an integer from 1 to 1024, got '" + v + "'")
+        << v;
+  // Beyond the machine word: out of range, never wrapped or clamped.
+  EXPECT_EQ(error_of([] { parse_int("99999999999999999999", "-n", 0, 1 << 20); }),
+            "-n: expected an integer from 0 to 1048576, got '99999999999999999999'");
+  // A hostile value is quoted, not copied whole into the message.
+  const std::string huge(10000, '7');
+  EXPECT_LT(error_of([&] { parse_int(huge, "x", 0, 1); }).size(), 200u);
+}
+
+TEST(ParseNumber, UnsignedTakesTheWholeRangeAndNoSign) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(parse_uint("18446744073709551615", "--seed", 0, kMax), kMax);
+  for (const std::string v : {"-1", "18446744073709551616", "1x", "abc"})
+    EXPECT_EQ(error_of([&] { parse_uint(v, "--seed", 0, kMax); }),
+              "--seed: expected an integer from 0 to 18446744073709551615, got '" + v + "'")
+        << v;
+}
+
+TEST(ParseNumber, FiniteNumbersInRange) {
+  EXPECT_DOUBLE_EQ(parse_number("0.7", "--temp", 0, 100), 0.7);
+  EXPECT_DOUBLE_EQ(parse_number("1e1", "--temp", 0, 100), 10.0);
+  EXPECT_DOUBLE_EQ(parse_number("-3", "x", -5, 5), -3.0);
+  EXPECT_DOUBLE_EQ(parse_number("2.5", "x", 0, 5), 2.5);
+  for (const std::string v : {"nan", "inf", "-inf", "101", "-0.5", "", "0.7x", " 1", "1e400", "0x1p3"})
+    EXPECT_EQ(error_of([&] { parse_number(v, "--temp", 0, 100); }),
+              "--temp: expected a number from 0 to 100, got '" + v + "'")
+        << v;
+}
+
+TEST(ParseNumber, ByteSizes) {
+  EXPECT_EQ(parse_byte_size("300", "--max-trace-bytes"), 300u);
+  EXPECT_EQ(parse_byte_size("2K", "--max-trace-bytes"), 2048u);
+  EXPECT_EQ(parse_byte_size("3m", "--max-trace-bytes"), 3u << 20);
+  EXPECT_EQ(parse_byte_size("1G", "--max-trace-bytes"), uint64_t(1) << 30);
+  for (const std::string v : {"0", "-5", "abc", "", "5T", "5KB", "17179869184G", " 5"})
+    EXPECT_EQ(error_of([&] { parse_byte_size(v, "MINFER_TRACE_MAX_BYTES"); }),
+              "MINFER_TRACE_MAX_BYTES: expected a size in bytes from 1 to 18446744073709551615, optionally "
+              "with K, M or G (1024, 1024^2, 1024^3), got '" + v + "'")
+        << v;
+}
+
+TEST(ParseNumber, EnvironmentVariablesGoThroughTheSameCheck) {
+  {
+    EnvVar e("MINFER_TEST_NUMBER", nullptr);
+    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // unset: the caller's default
+    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 120.0);
+  }
+  {
+    EnvVar e("MINFER_TEST_NUMBER", "");
+    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // empty counts as unset
+  }
+  {
+    EnvVar e("MINFER_TEST_NUMBER", "7");
+    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), 7);
+    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 7.0);
+  }
+  {
+    EnvVar e("MINFER_TEST_NUMBER", "70");
+    EXPECT_EQ(error_of([] { env_int("MINFER_TEST_NUMBER", 1, 9, -1); }),
+              "MINFER_TEST_NUMBER: expected an integer from 1 to 9, got '70'");
+    EXPECT_EQ(error_of([] { env_number("MINFER_TEST_NUMBER", 1, 9, 1); }),
+              "MINFER_TEST_NUMBER: expected a number from 1 to 9, got '70'");
+  }
+}
+
+TEST(ParseNumber, ThreadCountFromTheEnvironment) {
+  {
+    EnvVar e("MINFER_THREADS", nullptr);
+    EXPECT_EQ(threads_from_env(), 0);  // 0: every core
+  }
+  {
+    EnvVar e("MINFER_THREADS", "3");
+    EXPECT_EQ(threads_from_env(), 3);
+  }
+  for (const char* v : {"100000", "0", "abc"}) {
+    EnvVar e("MINFER_THREADS", v);
+    EXPECT_EQ(error_of([] { threads_from_env(); }),
+              std::string("MINFER_THREADS: expected an integer from 1 to 1024, got '") + v + "'");
+  }
+  // The pool refuses a count beyond the limit whoever asks for it.
+  EXPECT_EQ(error_of([] { ThreadPool pool(100000); }),
+            "thread pool: asked for 100000 threads, at most 1024");
+}
