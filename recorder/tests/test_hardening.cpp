@@ -14,6 +14,7 @@
 
 #include "checked_trace.h"
 #include "core/error.h"
+#include "error_of.h"
 #include "gguf/gguf_reader.h"
 #include "gzip_compress.h"
 #include "json_read.h"
@@ -34,14 +35,7 @@ namespace {
 
 namespace fuzz = minfer::trace::testing;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using minfer::trace::testing::error_of;
 
 struct Exec {
   int code;

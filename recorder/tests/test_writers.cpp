@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "output_file.h"
 #include "recorder.h"
 #include "synthetic.h"
@@ -28,14 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using minfer::trace::testing::error_of;
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);
