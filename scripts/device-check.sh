@@ -6,14 +6,15 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
-#                                         launch kbench; overhead and kill are the trace stage's overhead
+#                                         launch kbench ncu; overhead and kill are the trace stage's overhead
 #                                         runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the main benches only; =decode: without the f16 prefill path), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
 # GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile),
-# MINFER_DEVICE_KBENCH_ARGS (extra minfer-kernel-bench options of the kbench stage: --quick, --filter S).
+# MINFER_DEVICE_KBENCH_ARGS (extra minfer-kernel-bench options of the kbench stage: --quick, --filter S),
+# MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -169,6 +170,19 @@ if has kbench; then
   rc=$?
   say "kernel bench: rc=$rc (0: every check passed, 2: a check failed, 77: no GPU) $(tail -1 "$LOGS/kernel-bench.txt")"
   cat "$LOGS/kernel-bench.txt" >> "$SUMMARY"
+fi
+
+if has ncu; then
+  # Nsight Compute on single kernel-bench cases: the first launch of each case's kernel, with the
+  # sections that say what bounds it (throughput, stalls, issue slots, memory, instructions).
+  for c in ${MINFER_DEVICE_NCU_CASES:-mmvq/7b/ffn_down/Q4_0 mmvq_swiglu_fused/7b/ffn_gate_up/Q4_0 mmvq/7b/attn_q_o/Q4_0 mmq/7b/ffn_gate_up/Q4_0/nt512}; do
+    f=$LOGS/ncu-$(echo "$c" | tr '/' '_').txt
+    ncu --launch-skip 1 --launch-count 1 -k "regex:${MINFER_DEVICE_NCU_KERNELS:-mmvq_stream_kernel|mmq_kernel|mmvq_kernel|mmvq_fused_kernel|mmvq_swiglu_fused_kernel}" \
+      --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --section InstructionStats "$B/bin/minfer-kernel-bench" --quick --filter "$c" > "$f" 2>&1
+    say "ncu $c: rc=$? $(grep -E '^\s+(Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Issue Slots Busy|Registers Per Thread)' "$f" | tr -s ' ' | tr '\n' ';')"
+  done
 fi
 
 if has sanitize; then
