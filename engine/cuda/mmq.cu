@@ -9,24 +9,27 @@
 // 32-block for 16 rows x 8 tokens (Q6_K: two m16n8k16, one per 16-element half), exactly; each
 // accumulator then takes that block's float update, block after block, in K order:
 //     wsum = fma(d_w(0), isum_0, 0)                       [Q6_K: wsum = fma(d_w(1), isum_1, that)]
-//     acc  = fma(m_w, s_a, d_a * wsum) + acc
-// These are the operations, operands and order of the dp4a kernel this one replaced (its PTX:
-// fma.rn / mul / fma.rn / add per element and block), written here with explicit-rounding
-// intrinsics so no compiler contraction can change them: the output is bit-for-bit the dp4a
-// kernel's (test_cuda_mmq checks every element bit-exactly against a host emulation of them).
+//     acc  = fma(m_w, s_a, d_a * wsum) + acc              (types with an offset: Q4_1, Q5_1, Q4_K, Q5_K)
+//     acc  = fma(d_a, wsum, acc)                          (symmetric types, m_w = 0: Q4_0, Q5_0, Q8_0, Q6_K)
+// The symmetric form is two FP32 instructions per accumulator and block instead of four (the
+// update, not the mma, is most of the inner loop's issue slots), with one rounding fewer. Written
+// with explicit-rounding intrinsics so no compiler contraction can change them; test_cuda_mmq
+// checks every element bit-exactly against a host emulation of them, for every tile.
 // The int -> float step is folded into the mma (see "Exact conversion" below).
 //
-// CTA tile: 16*A weight rows x 64 tokens (A = 4, 2, 1: 64, 32, 16 rows), K in steps of 256
-// elements (8 Q8_1 blocks, one K-quant super-block). 12 warps (384 threads), specialised:
-//   * 4 loader warps fill the next K step's stage: the activation codes (4-byte loads, zeros
+// CTA tile: 16*A weight rows x 64 tokens (A = 8, 4, 2, 1: 128, 64, 32, 16 rows), K in steps of 256
+// elements (8 Q8_1 blocks, one K-quant super-block). 12 warps (384 threads; 16, 512, for the 128-row tile), specialised:
+//   * 4 loader warps (8 for 128 rows) fill the next K step's stage: the activation codes (4-byte loads, zeros
 //     past nt / past the row), their (d_a, s_a), and the weights unpacked by load_weight_tile
 //     (every format to int8 codes + scales, exactly as before), all by plain st.shared;
-//   * 8 math warps run the tensor cores on the other stage.
-// Two stages in shared memory, handed over with named barriers (kBarFull + s: stage s filled,
+//   * 8 math warps run the tensor cores on a filled stage (math_narrow: 16 x 8A warp tiles for
+//     A <= 4; math_wide: 32 x 32 warp tiles for the 128-row tile).
+// Two stages in shared memory (three for the 128-row tile, which runs one CTA per SM), handed over with named barriers (kBarFull + s: stage s filled,
 // kBarEmpty + s: stage s read). A CTA's K loop is a chain of dependent steps; with one stage
 // every step waited for its global loads (a 64-row CTA on a 896-row matrix runs one CTA per SM
 // at 512 tokens, so nothing else hid that latency); with two, the loads of step k+1 overlap
-// the mma work of step k. At most 80 registers (two CTAs per SM), no spills.
+// the mma work of step k. At most 80 registers for A <= 4 (two CTAs per SM), 128 for A = 8 (one
+// CTA of 3 x 66 KB stages), no spills.
 //
 // Stage (shared memory, per K step; kStride = 68 ints per row of the int tiles):
 //   wq[16A][68]   weight codes as int8x4, element 4i..4i+3 of the step in int i;
@@ -34,17 +37,19 @@
 //   wd[16A][G+1], wm[16A][9]   per-group weight scales (G = 8, or 16 for Q6_K) and per-32-block
 //                 offsets (floats; +1: 8 consecutive rows land in 8 different banks);
 //   xds[64][9]    (d_a, s_a) per token and block (float2; +1: tokens 2 apart in different banks).
-// Bytes per stage: 64 rows 44032 (Q6_K 46080), 32 rows 33024 (34048), 16 rows 27520 (28032);
-// both stages as dynamic shared memory (at most 90 KB per CTA: two CTAs fit on an SM).
+// Bytes per stage: 128 rows 66048 (Q6_K 70144), 64 rows 44032 (46080), 32 rows 33024 (34048),
+// 16 rows 27520 (28032); the stages as dynamic shared memory (at most 92 KB per CTA for A <= 4:
+// two CTAs fit on an SM; 206 KB for the 128-row tile's three).
 //
-// Warp tiling: math warp w owns the m16 tile mt = w % A (rows 16mt..16mt+15 of the CTA tile) and
-// the A n8 tiles (w / A) * A .. + A-1 (tokens 8n..8n+7 each): a 16 x 8A warp tile, so the 8
-// warps cover 16A x 64. Per 32-block a warp loads one A fragment (4 ints) and its rows' scales
-// once, and per n8 tile one B fragment (2 ints) and two tokens' (d_a, s_a): the float update per
-// accumulator (4 FP32 instructions per element and block, versus one mma per 128 elements) is the
-// inner loop's real cost, and it is the same for every warp shape; 16-row warp tiles keep the
-// scale loads per row and the registers (4A accumulators) small. An m16 tile wholly past n_out
-// or an n8 tile wholly past nt is skipped (warp-uniform).
+// Warp tiling, A <= 4 (math_narrow): math warp w owns the m16 tile mt = w % A (rows 16mt..16mt+15
+// of the CTA tile) and the A n8 tiles (w / A) * A .. + A-1 (tokens 8n..8n+7 each): a 16 x 8A warp
+// tile, so the 8 warps cover 16A x 64. Per 32-block a warp loads one A fragment (4 ints) and its
+// rows' scales once, and per n8 tile one B fragment (2 ints) and two tokens' (d_a, s_a).
+// A = 8 (math_wide): warp w owns rows 32(w % 4).. and tokens 32(w / 4)..: 2 m16 x 4 n8 tiles,
+// each A fragment serving 4 mma and each B fragment 2. On the H200 (ncu, 7B gate/up, 512 tokens)
+// the 64-row tile was bound by shared memory (L1 83 % busy, ~6 loads per mma) and by the float
+// updates (16 FP32 instructions per mma); the wide tile loads 3.5 per mma. An m16 tile wholly past
+// n_out or an n8 tile wholly past nt is skipped (warp-uniform).
 //
 // Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k32" / "... m16n8k16 with integer type";
 // g = lane / 4, q = lane % 4; a register holds 4 int8 of consecutive k, lowest k in the low byte,
@@ -66,9 +71,10 @@
 // Q6_K's second half needs the float itself: D_f - M = float(isum) exactly. (Non-finite scales,
 // i.e. a corrupt f16, would give NaN where the dp4a kernel gave +-inf.)
 //
-// The launcher takes the largest tile that still launches at least one CTA per two SMs (as the
-// dp4a kernel did; measured there on the H200: at 512 tokens the 64-row tile on 112 CTAs beat
-// the 16-row tile on 448, and at 16-128 tokens the 16-row tile won). A partial last K step
+// The launcher takes the 128-row tile when it launches at least one CTA per SM, else the largest
+// narrow tile that still launches at least one CTA per two SMs (as the dp4a kernel did; measured
+// there on the H200: at 512 tokens the 64-row tile on 112 CTAs beat the 16-row tile on 448, and
+// at 16-128 tokens the 16-row tile won). A partial last K step
 // (n_in = 896 = 3.5 steps) runs only its valid 32-blocks.
 #include "cuda/mmq.h"
 
@@ -89,11 +95,19 @@ constexpr int kTileK = 256;               // elements per K step
 constexpr int kTileBlocks = kTileK / QK;  // 8 Q8_1 blocks per K step
 constexpr int kTileInts = kTileK / 4;     // 64 int8x4 per row per K step
 constexpr int kStride = kTileInts + 4;    // row stride of the int tiles: 4 mod 32 (fragment loads)
-constexpr int kMathWarps = 8, kLoadWarps = 4;
-constexpr int kMathThreads = 32 * kMathWarps, kLoadThreads = 32 * kLoadWarps;
-constexpr int kThreads = kMathThreads + kLoadThreads;  // 384
+constexpr int kMathWarps = 8;
+constexpr int kMathThreads = 32 * kMathWarps;
+// Loader warps: 4 for A <= 4 (384 threads), 8 for the 128-row tile (512 threads), whose one CTA
+// per SM must fill twice the weight rows per step with no second CTA's loaders beside it.
+template <int A> constexpr int kLoadThreadsOf = 32 * (A == 8 ? 8 : 4);
+template <int A> constexpr int kThreadsOf = kMathThreads + kLoadThreadsOf<A>;
+// Shared-memory stages: two for the 16-64-row tiles (two CTAs per SM), three for the 128-row
+// tile (one CTA per SM, so a deeper ring hides the loads' latency instead of a second CTA).
+constexpr int kMaxStages = 3;
+template <int A> constexpr int kStagesOf = A == 8 ? 3 : 2;
+template <int A> constexpr int kCtasPerSm = A == 8 ? 1 : 2;
 // Named barriers (0 is __syncthreads, unused here): stage s full, stage s read.
-constexpr int kBarFull = 1, kBarEmpty = 3;
+constexpr int kBarFull = 1, kBarEmpty = 1 + kMaxStages;
 
 constexpr int kMagicBits = 0x4B400000;   // f32 bits of kMagic
 constexpr float kMagic = 12582912.0f;    // 1.5 * 2^23
@@ -102,6 +116,11 @@ static_assert(kStride % 32 == 4, "fragment loads need a row stride of 4 mod 32 w
 
 // Q6_K has one scale per 16 weights; the others one per 32.
 template <WeightType T> constexpr int kScaleElems = T == WeightType::Q6_K ? 16 : 32;
+// Types whose blocks carry an offset (a min): w = d * q + m. The others (Q4_0, Q5_0, Q8_0, Q6_K)
+// are symmetric (m = 0) and skip the offset term of the update.
+template <WeightType T>
+constexpr bool kHasOffset = T == WeightType::Q4_1 || T == WeightType::Q5_1 || T == WeightType::Q4_K ||
+                            T == WeightType::Q5_K;
 
 template <WeightType T, int kRows>
 struct Stage {
@@ -115,23 +134,27 @@ struct Stage {
 // ---------------------------------------------------------------- barriers and the mma
 
 // bar.arrive (producer) / bar.sync (consumer) on named barrier kId + stage (immediate ids, so
-// ptxas reserves only the barriers used), counting all kThreads threads: the PTX memory model makes
+// ptxas reserves only the barriers used), counting all kThreads threads of the CTA: the PTX memory model makes
 // an arrive synchronize with a sync on the same barrier, so the shared-memory stores before the
 // arrive are visible after the sync (and reads before an arrive are done before the writes that
 // follow the matching sync). Executed by whole warps; `stage` is warp-uniform.
-template <int kId>
+template <int kId, int kThreads>
 __device__ __forceinline__ void bar_sync(int stage) {
   if (stage == 0)
     asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
-  else
+  else if (stage == 1)
     asm volatile("bar.sync %0, %1;" ::"n"(kId + 1), "n"(kThreads) : "memory");
+  else
+    asm volatile("bar.sync %0, %1;" ::"n"(kId + 2), "n"(kThreads) : "memory");
 }
-template <int kId>
+template <int kId, int kThreads>
 __device__ __forceinline__ void bar_arrive(int stage) {
   if (stage == 0)
     asm volatile("bar.arrive %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
-  else
+  else if (stage == 1)
     asm volatile("bar.arrive %0, %1;" ::"n"(kId + 1), "n"(kThreads) : "memory");
+  else
+    asm volatile("bar.arrive %0, %1;" ::"n"(kId + 2), "n"(kThreads) : "memory");
 }
 
 // D = A (16x32 s8) * B (32x8 s8) + C, C = kMagicBits in every element.
@@ -150,18 +173,19 @@ __device__ __forceinline__ void mma_k16(int (&d)[4], int a0, int a1, int b0) {
       : "r"(a0), "r"(a1), "r"(b0), "r"(c), "r"(c), "r"(c), "r"(c));
 }
 
-// One accumulator's update for one 32-block (see the header: the dp4a kernel's operations).
-// d: the mma output (kMagicBits + isum), wd/wdm: the row's scale and -(scale * kMagic).
+// One accumulator's update for one 32-block (see the header). d: the mma output (kMagicBits +
+// isum), wd/wdm: the row's scale and -(scale * kMagic); wm: the row's offset (types with one).
+template <bool kOffset>
 __device__ __forceinline__ float update(float acc, int d, float wd, float wdm, float wm, float2 ds) {
   const float wsum = __fmaf_rn(wd, __int_as_float(d), wdm);  // = fma(wd, float(isum), 0)
-  return __fadd_rn(__fmaf_rn(wm, ds.y, __fmul_rn(ds.x, wsum)), acc);
+  if constexpr (kOffset) return __fadd_rn(__fmaf_rn(wm, ds.y, __fmul_rn(ds.x, wsum)), acc);
+  else return __fmaf_rn(ds.x, wsum, acc);
 }
-// Q6_K: two 16-element groups with their own scales.
-__device__ __forceinline__ float update2(float acc, int d0, int d1, float wd0, float wdm0, float wd1, float wm,
-                                         float2 ds) {
+// Q6_K (symmetric): two 16-element groups with their own scales.
+__device__ __forceinline__ float update2(float acc, int d0, int d1, float wd0, float wdm0, float wd1, float2 ds) {
   const float w0 = __fmaf_rn(wd0, __int_as_float(d0), wdm0);             // = fma(wd0, float(isum0), 0)
   const float wsum = __fmaf_rn(wd1, __fsub_rn(__int_as_float(d1), kMagic), w0);  // exact float(isum1)
-  return __fadd_rn(__fmaf_rn(wm, ds.y, __fmul_rn(ds.x, wsum)), acc);
+  return __fmaf_rn(ds.x, wsum, acc);
 }
 
 // ---------------------------------------------------------------- loaders (kLoadThreads threads)
@@ -189,7 +213,7 @@ __device__ __forceinline__ void store_ints(int* dst, const int* v) {
 // Alignment of the vector stores: a row is 68 ints (272 bytes, a multiple of 16) and a group's
 // first int is e/4 = 8*(legacy block) + 8*act_block + act_int, with act_int a multiple of the
 // group's int count (legacy 0 of 8, Q4_K/Q5_K 0 or 4 of 4, Q6_K 0/2/4/6 of 2).
-template <WeightType T, int kRows>
+template <WeightType T, int kRows, int kLoadThreads>
 __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint8_t* __restrict__ w, int64_t row0,
                                                  int64_t n_out, int64_t n_in, int64_t k0, int lt) {
   using C = qb::Codes<T>;
@@ -231,6 +255,7 @@ __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint
 // consecutive ints of one token (conflict-free stores; 4 blocks of 36 contiguous bytes in global
 // memory). 512 (d, s) pairs, 4 per thread, a token's 8 blocks on 8 consecutive threads (288
 // contiguous bytes).
+template <int kLoadThreads>
 __device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kStride], float2 (&xds)[kTileTok][kTileBlocks + 1],
                                               const BlockQ8_1* __restrict__ x, int64_t tok0, int64_t nt,
                                               int64_t nb, int64_t kb0, int lt) {
@@ -262,52 +287,36 @@ __device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kStride], floa
   }
 }
 
-// ---------------------------------------------------------------- the kernel
+// ---------------------------------------------------------------- the math warps
 
-// blockIdx.x = output tile (16A rows from row0), blockIdx.y = token tile (64 from tok0). Warps
-// 0..7 compute (warp tiling in the header), warps 8..11 load. Stage s of K step i is s = i % 2.
+// Where a CTA stands, shared by the two math layouts.
+struct Tile {
+  int64_t row0, tok0, n_out, nt;
+};
+
+// 16-64-row tiles (A = 1, 2, 4): math warp w owns the m16 tile w % A and the A n8 tiles
+// (w / A) * A .. + A-1: a 16 x 8A warp tile. Returns after writing its outputs.
 template <WeightType T, int A>
-__global__ void __launch_bounds__(kThreads, 2)
-    mmq_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const BlockQ8_1* __restrict__ x,
-               int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int kRows = 16 * A;
-  using St = Stage<T, kRows>;
-  extern __shared__ __align__(16) unsigned char mmq_smem[];
-  St* stage = reinterpret_cast<St*>(mmq_smem);  // stage[0], stage[1]
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * kTileTok;
-  const int64_t nb = n_in / QK;  // Q8_1 blocks per token
-  const int64_t steps = (n_in + kTileK - 1) / kTileK;
-
-  if (warp >= kMathWarps) {  // ---- loader warps: fill stage i % 2 once the math warps have read it
-    const int lt = static_cast<int>(threadIdx.x) - kMathThreads;
-    for (int64_t i = 0; i < steps; ++i) {
-      const int s = static_cast<int>(i & 1);
-      if (i >= 2) bar_sync<kBarEmpty>(s);  // step i-2's math is done with stage s
-      load_act_tile(stage[s].xq, stage[s].xds, x, tok0, nt, nb, i * kTileBlocks, lt);
-      load_weight_tile<T, kRows>(stage[s], w, row0, n_out, n_in, i * kTileK, lt);
-      bar_arrive<kBarFull>(s);
-    }
-    return;  // no barrier after this one counts the loader warps
-  }
-
-  // ---- math warps
+__device__ __forceinline__ void math_narrow(const Stage<T, 16 * A>* stage, const Tile& ct, int64_t n_in,
+                                            int64_t steps, const float* __restrict__ bias, float* __restrict__ y,
+                                            int warp, int lane) {
+  using St = Stage<T, 16 * A>;
+  constexpr int kStages = kStagesOf<A>;
   constexpr int kSub = QK / kScaleElems<T>;  // scale groups per 32-block: 1, or 2 for Q6_K
   const int mt = warp % A, n0 = (warp / A) * A;  // m16 tile; first of the A n8 tiles
   const int g = lane / 4, q = lane % 4;
   const int r_lo = 16 * mt + g, r_hi = r_lo + 8;  // the rows of c0/c1 and c2/c3 in the tile
-  const bool m_active = row0 + 16 * mt < n_out;
+  const bool m_active = ct.row0 + 16 * mt < ct.n_out;
   bool n_active[A];
 #pragma unroll
-  for (int j = 0; j < A; ++j) n_active[j] = tok0 + 8 * (n0 + j) < nt;
+  for (int j = 0; j < A; ++j) n_active[j] = ct.tok0 + 8 * (n0 + j) < ct.nt;
   float acc[A][4];
 #pragma unroll
   for (int j = 0; j < A; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
   for (int64_t i = 0; i < steps; ++i) {
-    const int s = static_cast<int>(i & 1);
-    bar_sync<kBarFull>(s);
+    const int s = static_cast<int>(i % kStages);
+    bar_sync<kBarFull, kThreadsOf<A>>(s);
     const St& sh = stage[s];
     const int64_t left = (n_in - i * kTileK) / QK;
     const int kb_valid = left < kTileBlocks ? static_cast<int>(left) : kTileBlocks;  // same for the whole CTA
@@ -324,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         wdm_lo[sg] = __fmul_rn(wd_lo[sg], -kMagic);  // exact (header)
         wdm_hi[sg] = __fmul_rn(wd_hi[sg], -kMagic);
       }
-      const float wm_lo = sh.wm[r_lo][kb], wm_hi = sh.wm[r_hi][kb];
+      const float wm_lo = kHasOffset<T> ? sh.wm[r_lo][kb] : 0.0f, wm_hi = kHasOffset<T> ? sh.wm[r_hi][kb] : 0.0f;
 #pragma unroll
       for (int j = 0; j < A; ++j) {
         if (!n_active[j]) continue;
@@ -334,18 +343,18 @@ __global__ void __launch_bounds__(kThreads, 2)
         if constexpr (kSub == 1) {
           int d[4];
           mma_k32(d, a0, a1, a2, a3, b0, b1);
-          acc[j][0] = update(acc[j][0], d[0], wd_lo[0], wdm_lo[0], wm_lo, ds0);
-          acc[j][1] = update(acc[j][1], d[1], wd_lo[0], wdm_lo[0], wm_lo, ds1);
-          acc[j][2] = update(acc[j][2], d[2], wd_hi[0], wdm_hi[0], wm_hi, ds0);
-          acc[j][3] = update(acc[j][3], d[3], wd_hi[0], wdm_hi[0], wm_hi, ds1);
+          acc[j][0] = update<kHasOffset<T>>(acc[j][0], d[0], wd_lo[0], wdm_lo[0], wm_lo, ds0);
+          acc[j][1] = update<kHasOffset<T>>(acc[j][1], d[1], wd_lo[0], wdm_lo[0], wm_lo, ds1);
+          acc[j][2] = update<kHasOffset<T>>(acc[j][2], d[2], wd_hi[0], wdm_hi[0], wm_hi, ds0);
+          acc[j][3] = update<kHasOffset<T>>(acc[j][3], d[3], wd_hi[0], wdm_hi[0], wm_hi, ds1);
         } else {
           int d0[4], d1[4];
           mma_k16(d0, a0, a1, b0);  // elements 0..15 of the block: scale group 2kb
           mma_k16(d1, a2, a3, b1);  // elements 16..31: scale group 2kb+1
-          acc[j][0] = update2(acc[j][0], d0[0], d1[0], wd_lo[0], wdm_lo[0], wd_lo[1], wm_lo, ds0);
-          acc[j][1] = update2(acc[j][1], d0[1], d1[1], wd_lo[0], wdm_lo[0], wd_lo[1], wm_lo, ds1);
-          acc[j][2] = update2(acc[j][2], d0[2], d1[2], wd_hi[0], wdm_hi[0], wd_hi[1], wm_hi, ds0);
-          acc[j][3] = update2(acc[j][3], d0[3], d1[3], wd_hi[0], wdm_hi[0], wd_hi[1], wm_hi, ds1);
+          acc[j][0] = update2(acc[j][0], d0[0], d1[0], wd_lo[0], wdm_lo[0], wd_lo[1], ds0);
+          acc[j][1] = update2(acc[j][1], d0[1], d1[1], wd_lo[0], wdm_lo[0], wd_lo[1], ds1);
+          acc[j][2] = update2(acc[j][2], d0[2], d1[2], wd_hi[0], wdm_hi[0], wd_hi[1], ds0);
+          acc[j][3] = update2(acc[j][3], d0[3], d1[3], wd_hi[0], wdm_hi[0], wd_hi[1], ds1);
         }
       }
     };
@@ -358,35 +367,176 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int kb = 0; kb < kb_valid; ++kb) block(kb);
       }
     }
-    if (i + 2 < steps) bar_arrive<kBarEmpty>(s);  // the loaders wait for it only before step i+2
+    if (i + kStages < steps) bar_arrive<kBarEmpty, kThreadsOf<A>>(s);  // the loaders wait for it only before step i+kStages
   }
 
   // c0/c1: row r_lo, tokens 2q and 2q+1 of the n8 tile; c2/c3: row r_hi. Lanes of one token
   // write 8 consecutive floats.
 #pragma unroll
   for (int hi = 0; hi < 2; ++hi) {
-    const int64_t row = row0 + (hi ? r_hi : r_lo);
-    if (row >= n_out) continue;
+    const int64_t row = ct.row0 + (hi ? r_hi : r_lo);
+    if (row >= ct.n_out) continue;
     const float bv = bias ? bias[row] : 0.0f;
 #pragma unroll
     for (int j = 0; j < A; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int64_t tok = tok0 + 8 * (n0 + j) + 2 * q + e;
-        if (tok < nt) y[tok * n_out + row] = __fadd_rn(acc[j][2 * hi + e], bv);
+        const int64_t tok = ct.tok0 + 8 * (n0 + j) + 2 * q + e;
+        if (tok < ct.nt) y[tok * ct.n_out + row] = __fadd_rn(acc[j][2 * hi + e], bv);
       }
     }
   }
 }
 
+// The 128-row tile (A = 8): math warp w owns rows 32(w % 4) .. +31 (two m16 tiles) and tokens
+// 32(w / 4) .. +31 (four n8 tiles): a 32 x 32 warp tile, 8 mma per 32-block (16 for Q6_K) from 2
+// A and 4 B fragments, so a fragment or scale loaded from shared memory serves 2-4 mma instead of
+// 1-4 (the narrow tiles were bound by shared-memory wavefronts: ncu, docs/benchmarks.md).
+// The same per-accumulator operations in the same order as math_narrow: bit-identical outputs.
+template <WeightType T>
+__device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile& ct, int64_t n_in, int64_t steps,
+                                          const float* __restrict__ bias, float* __restrict__ y, int warp,
+                                          int lane) {
+  using St = Stage<T, 128>;
+  constexpr int kStages = kStagesOf<8>;
+  constexpr int kSub = QK / kScaleElems<T>;
+  const int wr = warp % 4, wn = warp / 4;
+  const int g = lane / 4, q = lane % 4;
+  bool m_active[2], n_active[4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) m_active[i] = ct.row0 + 32 * wr + 16 * i < ct.n_out;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) n_active[j] = ct.tok0 + 32 * wn + 8 * j < ct.nt;
+  float acc[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+  for (int64_t it = 0; it < steps; ++it) {
+    const int s = static_cast<int>(it % kStages);
+    bar_sync<kBarFull, kThreadsOf<8>>(s);
+    const St& sh = stage[s];
+    const int64_t left = (n_in - it * kTileK) / QK;
+    const int kb_valid = left < kTileBlocks ? static_cast<int>(left) : kTileBlocks;
+    const auto block = [&](int kb) {
+      int a[2][4];
+      float wd[2][2][kSub], wdm[2][2][kSub], wm[2][2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          const int r = 32 * wr + 16 * i + g + 8 * hi;
+          a[i][hi] = sh.wq[r][8 * kb + q];
+          a[i][2 + hi] = sh.wq[r][8 * kb + q + 4];
+#pragma unroll
+          for (int sg = 0; sg < kSub; ++sg) {
+            wd[i][hi][sg] = sh.wd[r][kSub * kb + sg];
+            wdm[i][hi][sg] = __fmul_rn(wd[i][hi][sg], -kMagic);  // exact (header)
+          }
+          wm[i][hi] = kHasOffset<T> ? sh.wm[r][kb] : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (!n_active[j]) continue;
+        const int tb = 32 * wn + 8 * j;
+        const int b0 = sh.xq[tb + g][8 * kb + q], b1 = sh.xq[tb + g][8 * kb + q + 4];
+        const float2 ds[2] = {sh.xds[tb + 2 * q][kb], sh.xds[tb + 2 * q + 1][kb]};
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if (!m_active[i]) continue;
+          if constexpr (kSub == 1) {
+            int d[4];
+            mma_k32(d, a[i][0], a[i][1], a[i][2], a[i][3], b0, b1);
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+              acc[i][j][c] = update<kHasOffset<T>>(acc[i][j][c], d[c], wd[i][c / 2][0], wdm[i][c / 2][0],
+                                                   wm[i][c / 2], ds[c % 2]);
+          } else {
+            int d0[4], d1[4];
+            mma_k16(d0, a[i][0], a[i][1], b0);
+            mma_k16(d1, a[i][2], a[i][3], b1);
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+              acc[i][j][c] = update2(acc[i][j][c], d0[c], d1[c], wd[i][c / 2][0], wdm[i][c / 2][0],
+                                     wd[i][c / 2][1], ds[c % 2]);
+          }
+        }
+      }
+    };
+    if (m_active[0]) {  // m_active[1] implies m_active[0]
+      if (kb_valid == kTileBlocks) {
+#pragma unroll
+        for (int kb = 0; kb < kTileBlocks; ++kb) block(kb);
+      } else {
+#pragma unroll 1
+        for (int kb = 0; kb < kb_valid; ++kb) block(kb);
+      }
+    }
+    if (it + kStages < steps) bar_arrive<kBarEmpty, kThreadsOf<8>>(s);
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int64_t row = ct.row0 + 32 * wr + 16 * i + g + 8 * hi;
+      if (row >= ct.n_out) continue;
+      const float bv = bias ? bias[row] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t tok = ct.tok0 + 32 * wn + 8 * j + 2 * q + e;
+          if (tok < ct.nt) y[tok * ct.n_out + row] = __fadd_rn(acc[i][j][2 * hi + e], bv);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the kernel
+
+// blockIdx.x = output tile (16A rows from row0), blockIdx.y = token tile (64 from tok0). Warps
+// 0..7 compute (math_narrow / math_wide), warps 8.. load. K step i fills stage i % kStages.
+template <WeightType T, int A>
+__global__ void __launch_bounds__(kThreadsOf<A>, kCtasPerSm<A>)
+    mmq_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const BlockQ8_1* __restrict__ x,
+               int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
+  constexpr int kRows = 16 * A;
+  constexpr int kStages = kStagesOf<A>;
+  using St = Stage<T, kRows>;
+  extern __shared__ __align__(16) unsigned char mmq_smem[];
+  St* stage = reinterpret_cast<St*>(mmq_smem);  // stage[0 .. kStages-1]
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const Tile ct{static_cast<int64_t>(blockIdx.x) * kRows, static_cast<int64_t>(blockIdx.y) * kTileTok, n_out, nt};
+  const int64_t nb = n_in / QK;  // Q8_1 blocks per token
+  const int64_t steps = (n_in + kTileK - 1) / kTileK;
+
+  if (warp >= kMathWarps) {  // ---- loader warps: fill stage i % kStages once the math warps have read it
+    const int lt = static_cast<int>(threadIdx.x) - kMathThreads;
+    for (int64_t i = 0; i < steps; ++i) {
+      const int s = static_cast<int>(i % kStages);
+      if (i >= kStages) bar_sync<kBarEmpty, kThreadsOf<A>>(s);  // step i-kStages's math is done with stage s
+      load_act_tile<kLoadThreadsOf<A>>(stage[s].xq, stage[s].xds, x, ct.tok0, nt, nb, i * kTileBlocks, lt);
+      load_weight_tile<T, kRows, kLoadThreadsOf<A>>(stage[s], w, ct.row0, n_out, n_in, i * kTileK, lt);
+      bar_arrive<kBarFull, kThreadsOf<A>>(s);
+    }
+    return;  // no barrier after this one counts the loader warps
+  }
+  if constexpr (A == 8)
+    math_wide<T>(stage, ct, n_in, steps, bias, y, warp, lane);
+  else
+    math_narrow<T, A>(stage, ct, n_in, steps, bias, y, warp, lane);
+}
+
 template <WeightType T, int A>
 void launch_mmq_tile(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias,
                      float* y, cudaStream_t s, const char* kernel, unsigned gy) {
-  constexpr size_t kSmem = 2 * sizeof(Stage<T, 16 * A>);
-  static_assert(sizeof(Stage<T, 16 * A>) % 16 == 0, "stage 1 must stay 16-byte aligned (int4 stores)");
-  static_assert(kSmem <= 100 * 1024, "two stages must leave room for two CTAs per SM");
+  constexpr size_t kSmem = kStagesOf<A> * sizeof(Stage<T, 16 * A>);
+  static_assert(sizeof(Stage<T, 16 * A>) % 16 == 0, "every stage must stay 16-byte aligned (int4 stores)");
+  static_assert(kSmem * kCtasPerSm<A> <= 220 * 1024, "the stages of kCtasPerSm CTAs must fit an SM");
   // Above 48 KB of dynamic shared memory a kernel must opt in; and the L1/shared split should
-  // leave room for two CTAs (a hint). Once per instantiation (the engine drives one device).
+  // leave room for kCtasPerSm CTAs (a hint). Once per instantiation (the engine drives one device).
   static const bool opted_in = [] {
     CUDA_CHECK(cudaFuncSetAttribute(mmq_kernel<T, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSmem)));
@@ -396,20 +546,21 @@ void launch_mmq_tile(const void* w, int64_t n_out, int64_t n_in, const void* x, 
   }();
   (void)opted_in;
   const unsigned gx = grid_1d(n_out, 16 * A, kernel);
-  mmq_kernel<T, A><<<dim3(gx, gy), kThreads, kSmem, s>>>(static_cast<const uint8_t*>(w), n_out, n_in,
+  mmq_kernel<T, A><<<dim3(gx, gy), kThreadsOf<A>, kSmem, s>>>(static_cast<const uint8_t*>(w), n_out, n_in,
                                                          static_cast<const BlockQ8_1*>(x), nt, bias, y);
   check_launch(kernel, s);
 }
 
-// MINFER_MMQ_TILE=64|32|16 forces every launch's tile (a tuning knob: to measure the rule's
+// MINFER_MMQ_TILE=128|64|32|16 forces every launch's tile (a tuning knob: to measure the rule's
 // choice against the others on a device); 0 or unset: the rule.
 int forced_tile_rows() {
-  static const int rows = static_cast<int>(env_int("MINFER_MMQ_TILE", 0, 64, 0));
+  static const int rows = static_cast<int>(env_int("MINFER_MMQ_TILE", 0, 128, 0));
   return rows;
 }
 
-// tile_rows 0: the largest output tile (64, 32, 16 rows) that still launches a CTA per two SMs
-// (or MINFER_MMQ_TILE's); else that tile.
+// tile_rows 0: the 128-row tile (one CTA per SM) when it fills every SM at least once, else the
+// largest of 64, 32, 16 rows (two CTAs per SM) that still launches a CTA per two SMs (or
+// MINFER_MMQ_TILE's); else that tile.
 template <WeightType T>
 void launch_mmq(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
                 cudaStream_t s, const char* kernel, int tile_rows) {
@@ -419,14 +570,15 @@ void launch_mmq(const void* w, int64_t n_out, int64_t n_in, const void* x, int64
   if (tile_rows == 0) {
     const int64_t want = (sm_count() + 1) / 2;
     const auto ctas = [&](int rows) { return (n_out + rows - 1) / rows * gy; };
-    tile_rows = ctas(64) >= want ? 64 : ctas(32) >= want ? 32 : 16;
+    tile_rows = ctas(128) >= sm_count() ? 128 : ctas(64) >= want ? 64 : ctas(32) >= want ? 32 : 16;
   }
   const unsigned g = static_cast<unsigned>(gy);
   switch (tile_rows) {
+    case 128: return launch_mmq_tile<T, 8>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);
     case 64: return launch_mmq_tile<T, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);
     case 32: return launch_mmq_tile<T, 2>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);
     case 16: return launch_mmq_tile<T, 1>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);
-    default: fail("CUDA kernel ", kernel, ": output tile of ", tile_rows, " rows (64, 32 or 16)");
+    default: fail("CUDA kernel ", kernel, ": output tile of ", tile_rows, " rows (128, 64, 32 or 16)");
   }
 }
 

@@ -17,7 +17,7 @@ namespace minfer::cuda {
 void mmq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt, const float* bias,
          float* y, cudaStream_t s);
 
-// As mmq, with the CTA's output tile forced to tile_rows = 64, 32 or 16 rows (0: the launcher's
+// As mmq, with the CTA's output tile forced to tile_rows = 128, 64, 32 or 16 rows (0: the launcher's
 // choice from the grid size, as mmq). For tests, which must cover every tile on any GPU.
 void mmq_with_tile(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,
                    const float* bias, float* y, int tile_rows, cudaStream_t s);

@@ -1,15 +1,17 @@
 // mmq (engine/cuda/mmq.cu), the int8 tensor-core prefill matmul, every quantized weight type.
-// Shapes cover the kernel's tiles and their edges: output rows against 64/32/16-row CTA tiles and
+// Shapes cover the kernel's tiles and their edges: output rows against 128/64/32/16-row CTA tiles and
 // 16-row warp (m16) tiles (n_out 1, 7, 16, 33, 40, 65, 130, 896, 1152), tokens against 64-token
 // CTA tiles and 8-token (n8) mma tiles (nt 1, 5, 7, 63, 64, 65, 67, 130, 200, 512), a partial last
 // K step (n_in = 96 or 896 against 256-element steps), one step (256) and many (768, 4864: 19
 // steps, so both shared-memory stages are reused many times); random-bytes and quantizer-made
-// weights; with and without bias; every output tile of the kernel (64, 32 and 16 rows per CTA,
+// weights; with and without bias; every output tile of the kernel (128, 64, 32 and 16 rows per CTA,
 // forced through mmq_with_tile, and the launcher's own choice).
 //   0. Bit-exact: every output equals, bit for bit, a host emulation of the kernel's documented
-//      arithmetic (the dp4a kernel's, which the tensor-core kernel keeps): exact integer dots per
-//      scale group, then per 32-block in K order  wsum = fma(d_w, isum, 0) (Q6_K: the second
-//      half fma'd on top), acc = fma(m_w, s_a, d_a * wsum) + acc, and y = acc + bias.
+//      arithmetic: exact integer dots per scale group, then per 32-block in K order
+//      wsum = fma(d_w, isum, 0) (Q6_K: the second half fma'd on top), and
+//      acc = fma(m_w, s_a, d_a * wsum) + acc for the types with an offset (Q4_1, Q5_1, Q4_K,
+//      Q5_K), acc = fma(d_a, wsum, acc) for the symmetric ones; y = acc + bias. Every tile
+//      (128, 64, 32, 16 rows) gives the same bits.
 //   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (q8_1_reference in
 //      quant_test_data.h: dequantize_row of both, Q8_1's stored f16 s where the kernel
 //      uses it for the weight offset). Integer dots are exact; what is left is f32 rounding of
@@ -52,11 +54,13 @@ struct StagedWeights {
   std::vector<int8_t> q;     // [n_out][n_in]
   std::vector<float> d;      // [n_out][n_in / group]
   std::vector<float> m;      // [n_out][n_in / 32]
+  bool offset = false;       // the format has an offset (a min): Q4_1, Q5_1, Q4_K, Q5_K
 };
 
 StagedWeights stage_weights(WeightType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
   StagedWeights s;
   s.group = t == WeightType::Q6_K ? 16 : 32;
+  s.offset = t == WeightType::Q4_1 || t == WeightType::Q5_1 || t == WeightType::Q4_K || t == WeightType::Q5_K;
   s.q.assign(static_cast<size_t>(n_out * n_in), 0);
   s.d.assign(static_cast<size_t>(n_out * (n_in / s.group)), 0.0f);
   s.m.assign(static_cast<size_t>(n_out * (n_in / QK)), 0.0f);
@@ -200,9 +204,13 @@ std::vector<float> emulate_kernel(const StagedWeights& sw, const std::vector<uin
             wsum = std::fma(wd[b], static_cast<float>(isum[0] + isum[1]), 0.0f);
           }
           const float da = fp16_to_f32(a[b].d), sa = fp16_to_f32(a[b].s);
-          const float p = da * wsum;
-          const float upd = std::fma(wm[b], sa, p);
-          acc = upd + acc;
+          if (sw.offset) {
+            const float p = da * wsum;
+            const float upd = std::fma(wm[b], sa, p);
+            acc = upd + acc;
+          } else {
+            acc = std::fma(da, wsum, acc);
+          }
         }
         const float bv = bias ? bias[o] : 0.0f;
         y[tk * n_out + o] = acc + bv;
@@ -274,7 +282,7 @@ TEST_P(CudaMmq, MatchesEmulationReferenceAndCpu) {
   std::vector<double> mag_bias = mag_plain;
   for (size_t i = 0; i < ny; ++i) mag_bias[i] += std::fabs(bias[i % static_cast<size_t>(n_out)]);
 
-  for (int tile : {0, 64, 32, 16}) for (bool with_bias : {true, false}) {
+  for (int tile : {0, 128, 64, 32, 16}) for (bool with_bias : {true, false}) {
     SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + ", tile rows " +
                  (tile ? std::to_string(tile) : std::string("auto")));
     auto dy = poisoned(ny * sizeof(float));
