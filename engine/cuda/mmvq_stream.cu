@@ -31,17 +31,13 @@
 #include "cuda/device_info.h"
 #include "cuda/fused_prologue.cuh"
 #include "cuda/mmvq.h"
+#include "cuda/mmvq_stream_args.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
 namespace {
-
-constexpr int kThreads = kPrologueThreads;
-constexpr int kWarps = kThreads / 32;
-constexpr int kCtasPerSm = 2;
-constexpr int kMaxMats = 3;
-constexpr int64_t kMaxStreamInput = 24576;  // its Q8_1 row: 27 KiB of shared memory
+using namespace stream_detail;
 
 // Blocks per chunk: about 1 KiB of a row, a multiple of 16 bytes, and a multiple of 8 blocks, so
 // a warp's 32 lanes cover whole blocks in each pass.
@@ -64,31 +60,6 @@ constexpr int kStages = 3;
 constexpr int kMaxSmem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1)) + kWarps * kStages * 2 * kMaxChunkBytes;
 static_assert(kMaxSmem <= 110 * 1024, "two CTAs per SM must fit");
 
-struct Mat {
-  const uint8_t* w;
-  const uint8_t* w_up;
-  int64_t n_out, row_bytes, group_begin;
-  int blocks_per_row, chunk_blocks, chunks_per_row, block_bytes, copy_bytes;
-  int rows_per_group;  // matvec: 2, or 1 when the launch has too few rows to give every SM 8 pairs
-  WeightType type;
-  const float* bias;
-  float* y;
-  const float* residual;
-  float* y_res;
-  float* gate;
-  float* up;
-};
-
-struct Args {
-  Prologue p;              // the f32 input (quantize mode)
-  const BlockQ8_1* xq_in;  // the Q8_1 input (copy mode)
-  Mat m[kMaxMats];
-  int n_mats;
-  int64_t n_groups;
-  int stage_row_bytes;  // one row's slot in a stage: 16-byte multiple
-  int xq_smem_bytes;    // 16-byte multiple
-};
-
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -107,28 +78,6 @@ __device__ __forceinline__ void cp_async_wait() {
 template <int N>
 __device__ __forceinline__ void copy_run(uint8_t* dst, const uint8_t* src, int bytes, int lane) {
   for (int i = lane * N; i < bytes; i += 32 * N) cp_async<N>(dst + i, src + i);
-}
-
-__device__ __forceinline__ int mat_of(const Args& a, int64_t group) {
-  int mi = 0;
-#pragma unroll
-  for (int i = 1; i < kMaxMats; ++i)
-    if (i < a.n_mats && group >= a.m[i].group_begin) mi = i;
-  return mi;
-}
-
-// The two weight rows of group `local` of m (a matvec group of one row, and a matvec's odd last
-// group, repeat their last row: computed, not written).
-__device__ __forceinline__ void group_rows(const Mat& m, int64_t local, const uint8_t* (&rows)[2]) {
-  if (m.w_up) {
-    rows[0] = m.w + local * m.row_bytes;
-    rows[1] = m.w_up + local * m.row_bytes;
-  } else {
-    const int64_t r0 = m.rows_per_group * local;
-    const int64_t r1 = m.rows_per_group == 2 && r0 + 1 < m.n_out ? r0 + 1 : r0;
-    rows[0] = m.w + r0 * m.row_bytes;
-    rows[1] = m.w + r1 * m.row_bytes;
-  }
 }
 
 // Where a warp's issuing stands: group g (of [g, end)), chunk c of its rows, in matrix mi.
@@ -201,27 +150,6 @@ __device__ __forceinline__ void consume_any(WeightType t, const uint8_t* slot, i
     case WeightType::Q5_1: return consume<WeightType::Q5_1>(slot, stage_row_bytes, b0, blocks, xq, lane, sum);
     case WeightType::Q8_0: return consume<WeightType::Q8_0>(slot, stage_row_bytes, b0, blocks, xq, lane, sum);
     default: return;  // stream_usable admits only the types above
-  }
-}
-
-__device__ __forceinline__ float silu1(float v) { return v / (1.0f + expf(-v)); }  // as elementwise.cu
-
-// The unfused kernels' epilogues: mmvq's sum + bias (or + 0.0f), the residual add, swiglu.
-__device__ __forceinline__ void epilogue(const Mat& m, int64_t local, const float (&sum)[2]) {
-  if (m.w_up) {
-    const float g = sum[0] + 0.0f, u = sum[1] + 0.0f;
-    m.gate[local] = g;
-    m.up[local] = u;
-    m.y[local] = silu1(g) * u;
-    return;
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = m.rows_per_group * local + r;
-    if (r >= m.rows_per_group || row >= m.n_out) break;
-    const float yv = sum[r] + (m.bias ? m.bias[row] : 0.0f);
-    m.y[row] = yv;
-    if (m.residual) m.y_res[row] = yv + m.residual[row];
   }
 }
 
@@ -352,6 +280,9 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
   const int64_t cap = kCtasPerSm * sms;
   const int64_t ctas = std::min(cap, std::min(a.n_groups, std::max(sms, ceil_div(a.n_groups, kWarps))));
   const auto grid = static_cast<unsigned>(ctas);
+  bool direct = true;
+  for (int i = 0; i < n_mats; ++i) direct = direct && direct_usable(mats[i].type, in.n_in);
+  if (direct) return launch_direct(a, grid, s);
   if (in.x_q8_1) launch<false>(a, grid, s, "mmvq_stream_kernel<q8_1 input>");
   else launch<true>(a, grid, s, "mmvq_stream_kernel<f32 input>");
 }

@@ -1,0 +1,98 @@
+// What the two decode matvec kernels behind stream_matvec share (mmvq_stream.h): the launch's
+// arguments (up to 3 matrices over one input row, numbered in groups of two rows), the group ->
+// rows rule and the epilogues. mmvq_stream.cu holds the ring kernel (any 32-element block type,
+// rows read through a cp.async ring in shared memory) and the launcher; mmvq_direct.cu the
+// kernel for Q4_0 rows of whole 8-block units (loaded straight into registers). Internal to
+// engine/cuda.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/weight_type.h"
+#include "cuda/fused_prologue.cuh"
+#include "quant/blocks.h"
+
+namespace minfer::cuda::stream_detail {
+
+constexpr int kThreads = kPrologueThreads;
+constexpr int kWarps = kThreads / 32;
+constexpr int kCtasPerSm = 2;
+constexpr int kMaxMats = 3;
+constexpr int64_t kMaxStreamInput = 24576;  // its Q8_1 row: 27 KiB of shared memory
+
+struct Mat {
+  const uint8_t* w;
+  const uint8_t* w_up;
+  int64_t n_out, row_bytes, group_begin;
+  int blocks_per_row, chunk_blocks, chunks_per_row, block_bytes, copy_bytes;
+  int rows_per_group;  // matvec: 2, or 1 when the launch has too few rows to give every SM 8 pairs
+  WeightType type;
+  const float* bias;
+  float* y;
+  const float* residual;
+  float* y_res;
+  float* gate;
+  float* up;
+};
+
+struct Args {
+  Prologue p;              // the f32 input (quantize mode)
+  const BlockQ8_1* xq_in;  // the Q8_1 input (copy mode)
+  Mat m[kMaxMats];
+  int n_mats;
+  int64_t n_groups;
+  int stage_row_bytes;  // one row's slot in a stage: 16-byte multiple
+  int xq_smem_bytes;    // 16-byte multiple
+};
+
+__device__ __forceinline__ int mat_of(const Args& a, int64_t group) {
+  int mi = 0;
+#pragma unroll
+  for (int i = 1; i < kMaxMats; ++i)
+    if (i < a.n_mats && group >= a.m[i].group_begin) mi = i;
+  return mi;
+}
+
+// The two weight rows of group `local` of m (a matvec group of one row, and a matvec's odd last
+// group, repeat their last row: computed, not written).
+__device__ __forceinline__ void group_rows(const Mat& m, int64_t local, const uint8_t* (&rows)[2]) {
+  if (m.w_up) {
+    rows[0] = m.w + local * m.row_bytes;
+    rows[1] = m.w_up + local * m.row_bytes;
+  } else {
+    const int64_t r0 = m.rows_per_group * local;
+    const int64_t r1 = m.rows_per_group == 2 && r0 + 1 < m.n_out ? r0 + 1 : r0;
+    rows[0] = m.w + r0 * m.row_bytes;
+    rows[1] = m.w + r1 * m.row_bytes;
+  }
+}
+
+__device__ __forceinline__ float silu1(float v) { return v / (1.0f + expf(-v)); }  // as elementwise.cu
+
+// The unfused kernels' epilogues: mmvq's sum + bias (or + 0.0f), the residual add, swiglu.
+__device__ __forceinline__ void epilogue(const Mat& m, int64_t local, const float (&sum)[2]) {
+  if (m.w_up) {
+    const float g = sum[0] + 0.0f, u = sum[1] + 0.0f;
+    m.gate[local] = g;
+    m.up[local] = u;
+    m.y[local] = silu1(g) * u;
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = m.rows_per_group * local + r;
+    if (r >= m.rows_per_group || row >= m.n_out) break;
+    const float yv = sum[r] + (m.bias ? m.bias[row] : 0.0f);
+    m.y[row] = yv;
+    if (m.residual) m.y_res[row] = yv + m.residual[row];
+  }
+}
+
+
+// The direct kernel (mmvq_direct.cu): whether it takes a launch whose every matrix is of type t
+// with rows of n_in elements, and its launch (the grid as the ring kernel's).
+bool direct_usable(WeightType t, int64_t n_in);
+void launch_direct(const Args& a, unsigned grid, cudaStream_t s);
+
+}  // namespace minfer::cuda::stream_detail
