@@ -769,6 +769,46 @@ await test('a version-1 file opens by drag and drop', async () => {
   await shot('v1-file');
 });
 
+// ----- a version-1 trace in the real upstream layout, served by a minfer-viz without --model ---
+// (web/test/fixtures/make-upstream-v1.ts: 24 layers, repeated node names, fused decode nodes).
+const upstreamDir = mkdtempSync(join(tmpdir(), 'minfer-upstream-'));
+copyFileSync(join(fixtures, 'upstream-v1.json'), join(upstreamDir, 'upstream-v1.json'));
+const upstreamServer = await startServer({ mock, tracesDir: upstreamDir });
+const UPSTREAM_LAYERS = 24;
+await test('a real-layout upstream v1 trace: one graph row per layer, pipeline columns filled', async () => {
+  await page.goto(upstreamServer.url);
+  await ready();
+  await page.click('a.trace-link:has-text("upstream-v1.json")');
+  await ready();
+  await page.waitForSelector('.graph-svg .node');
+  const layerKeys = Array.from({ length: UPSTREAM_LAYERS }, (_, l) => `L${l}`);
+  const rowsOf = () => page.$$eval('.graph-svg .row', (rs) => rs.map((r) => ({
+    key: r.dataset.row, nodes: r.querySelectorAll('.row-full .node').length, top: Number(/translate\(0,([\d.]+)/.exec(r.getAttribute('transform'))[1]),
+    columns: new Set([...r.querySelectorAll('.row-full .node')].map((n) => /translate\(([\d.]+)/.exec(n.getAttribute('transform'))[1])).size })));
+  for (const [step, perRow] of [[0, 18], [1, 13]]) {   // the prefill, then a decode step (fused_qkv, fused_ffn)
+    await page.evaluate((s) => window.minferViz.setStep(s), step);
+    await details(step);
+    const rows = await rowsOf();
+    check(JSON.stringify(rows.map((r) => r.key)) === JSON.stringify(['head', ...layerKeys, 'tail']), `step ${step}: rows ${rows.map((r) => r.key).join(' ')}`);
+    const layers = rows.filter((r) => /^L\d+$/.test(r.key));
+    check(layers.every((r) => r.nodes === perRow), `step ${step}: nodes per layer row ${layers.map((r) => r.nodes).join(' ')} (want ${perRow})`);
+    check(layers.every((r) => r.columns >= 6), `step ${step}: a layer row piles into few columns: ${layers.map((r) => r.columns).join(' ')}`);
+    check(rows.every((r, i) => i === 0 || r.top > rows[i - 1].top), `step ${step}: rows are not stacked top to bottom`);
+    if (step === 0) await shot('v1-upstream-rows');
+  }
+  await page.click('#view-pipeline');
+  await page.waitForSelector('.pipeline-view .pl-box');
+  for (const kind of ['attn_norm', 'attention', 'attn_residual', 'ffn_norm', 'ffn', 'ffn_residual']) {
+    const vals = await page.$$eval(`.pipeline-view .pl-box[data-kind="${kind}"] .pl-val`, (vs) => vs.map((v) => v.textContent));
+    check(vals.length === UPSTREAM_LAYERS && vals.every((v) => /\d/.test(v)), `${kind}: ${vals.length} boxes, values ${vals.join(' | ')}`);
+    check(new Set(vals).size >= UPSTREAM_LAYERS - 2, `${kind}: the layers show the same values: ${vals.join(' | ')}`);
+  }
+  await shot('v1-upstream-pipeline');
+  await page.click('#view-ops');
+});
+upstreamServer.stop();
+rmSync(upstreamDir, { recursive: true, force: true });
+
 await test('a deep link to a missing trace shows the server error', async () => {
   await page.goto(`${server.url}?trace=no-such-trace.json`);
   await ready();
