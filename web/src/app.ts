@@ -1,6 +1,6 @@
 // The application: loads traces (server list, local file, drag and drop, deep links), owns the
 // state (step, node, metric, filters, playback) and tells the views what changed.
-import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces } from './io/api';
+import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces, listedVersion } from './io/api';
 import { readLocalFile } from './io/read-file';
 import { defaultReference, type Comparison } from './model/compare';
 import { isPaired, pairedComparison, referenceTrace } from './model/paired';
@@ -204,7 +204,7 @@ export class App {
   private async openServerTrace(name: string): Promise<void> {
     this.closeLive();
     this.setBusy(`loading ${name}…`);
-    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0);
+    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0, await listedVersion(name));
     if (isPaired(p.trace)) {   // shown as a comparison of its two runs: every step's records first
       this.setBusy(`loading every step of the paired trace ${name}…`);
       await p.loadRest(() => {});

@@ -76,8 +76,9 @@ export function parseV1(c: Checker, root: Obj, name: string): Trace {
   for (const s of steps) { s.pos = pos; pos += Math.max(1, graphs.get(s.graphId)!.nTokens); }
   const model = typeof root.model === 'string' ? root.model : '';
   const warnings = ['Version 1 trace (upstream minfer): no std/NaN/Inf counts, entropy, timings or kernels; histograms are computed here from the sampled values.'];
+  const modelName = model.split('/').pop() || 'MODEL.gguf';
   if (steps.some((s) => s.logits && s.logits.top.some((t) => t.text.startsWith('#'))))
-    warnings.push('Top-k tokens are shown as #id where the trace has no text and the server has no vocabulary for this model.');
+    warnings.push(`Top-k tokens are shown as #id where the trace has no text and the server has no vocabulary for this model (start minfer-viz with --model ${modelName} to show their text).`);
   return {
     name, version: 1, complete: true,
     meta: {
