@@ -879,6 +879,8 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
     await page.goto(ls.url);
     await ready();
     await page.waitForSelector('#run-panel');
+    // auto by default: the engine takes the GPU where one is usable (here, without one, the CPU)
+    check(await page.$eval('#run-backend', (s) => s.value) === 'auto', 'the Run panel does not default to the auto backend');
     await page.fill('#run-prompt', samplePrompt);
     await page.fill('#run-max-tokens', '24');
     await page.fill('#run-temperature', '0');
@@ -890,6 +892,7 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
     check(/Done: 24 step\(s\), 24 token\(s\)/.test(text), `banner: ${text}`);
     const saved = /saved as (live-[\w.-]+\.json)/.exec(text)?.[1];
     check(saved, 'the banner names no saved trace');
+    check(/\bcpu\b/.test(await page.textContent('.app-header .meta')), `the header does not name the backend auto picked: ${await page.textContent('.app-header .meta')}`);
     const lit = await page.evaluate(() => { const v = window.minferViz; let n = 0; for (let i = 0; i < 60; i++) if (v.nodeText(i)) n++; return n; });
     check(lit >= 20, `only ${lit} graph nodes show a value after the run`);
     check((await page.$$('.token-strip .tok.gen')).length === 24, 'the tokens did not all arrive');
