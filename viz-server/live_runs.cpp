@@ -239,7 +239,7 @@ class LiveRuns {
     so.top_p = static_cast<float>(num("top_p", 0.95, 0, 1));
     so.repeat_penalty = static_cast<float>(num("repeat_penalty", 1.1, 0.5, 5));
     so.seed = static_cast<uint64_t>(num("seed", 1, 0, 9007199254740991.0));
-    const std::string backend = str("backend", "cpu"), path = str("matmul_path", "mmq");
+    const std::string backend = str("backend", "auto"), path = str("matmul_path", "mmq");
     if (backend != "cpu" && backend != "cuda" && backend != "auto")
       throw HttpError{400, "run: 'backend' is '" + backend + "' (expected cpu, cuda or auto)"};
     if (path != "mmq" && path != "f16" && path != "f32")

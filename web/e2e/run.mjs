@@ -33,7 +33,7 @@ const consoleErrors = [];
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 const badResponses = [];
-page.on('response', (r) => { if (r.status() >= 400 && !/no-such-trace|api\/slices\/.*(v1|upstream)/.test(r.url())) badResponses.push(`${r.status()} ${r.url()}`); });
+page.on('response', (r) => { if (r.status() >= 400 && !/no-such-trace/.test(r.url())) badResponses.push(`${r.status()} ${r.url()}`); });
 
 const results = [];
 async function test(name, fn) {
@@ -71,6 +71,19 @@ async function canvasInk(selector) {
       colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
     }
     return { ink, total: d.length / 4, colours: colours.size, hash: Array.from(d.slice(0, 4000)).join(',') };
+  });
+}
+
+// WCAG contrast ratio of an element's text against its background (computed colours).
+async function textContrast(selector) {
+  return page.$eval(selector, (e) => {
+    const cs = getComputedStyle(e);
+    const lum = (c) => {
+      const [r, g, b] = c.match(/[\d.]+/g).slice(0, 3).map((v) => { const x = Number(v) / 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const [a, b] = [lum(cs.color), lum(cs.backgroundColor)].sort((x, y) => y - x);
+    return { ratio: (a + 0.05) / (b + 0.05), text: e.textContent, color: cs.color, background: cs.backgroundColor };
   });
 }
 
@@ -769,6 +782,75 @@ await test('a version-1 file opens by drag and drop', async () => {
   await shot('v1-file');
 });
 
+// ----- a version-1 trace in the real upstream layout, served by a minfer-viz without --model ---
+// (web/test/fixtures/make-upstream-v1.ts: 24 layers, repeated node names, fused decode nodes).
+const upstreamDir = mkdtempSync(join(tmpdir(), 'minfer-upstream-'));
+copyFileSync(join(fixtures, 'upstream-v1.json'), join(upstreamDir, 'upstream-v1.json'));
+const upstreamServer = await startServer({ mock, tracesDir: upstreamDir });
+const UPSTREAM_LAYERS = 24;
+await test('a real-layout upstream v1 trace: one graph row per layer, pipeline columns filled, no failed request', async () => {
+  const failed = [], errors = [];
+  const onResponse = (r) => { if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`); };
+  const onConsole = (m) => { if (m.type() === 'error') errors.push(m.text()); };
+  page.on('response', onResponse);
+  page.on('console', onConsole);
+  try {
+    await page.goto(upstreamServer.url);
+    await ready();
+    await page.click('a.trace-link:has-text("upstream-v1.json")');
+    await ready();
+    await page.waitForSelector('.graph-svg .node');
+    const layerKeys = Array.from({ length: UPSTREAM_LAYERS }, (_, l) => `L${l}`);
+    const rowsOf = () => page.$$eval('.graph-svg .row', (rs) => rs.map((r) => ({
+      key: r.dataset.row, nodes: r.querySelectorAll('.row-full .node').length, top: Number(/translate\(0,([\d.]+)/.exec(r.getAttribute('transform'))[1]),
+      columns: new Set([...r.querySelectorAll('.row-full .node')].map((n) => /translate\(([\d.]+)/.exec(n.getAttribute('transform'))[1])).size })));
+    for (const [step, perRow] of [[0, 18], [1, 13]]) {   // the prefill, then a decode step (fused_qkv, fused_ffn)
+      await page.evaluate((s) => window.minferViz.setStep(s), step);
+      await details(step);
+      const rows = await rowsOf();
+      check(JSON.stringify(rows.map((r) => r.key)) === JSON.stringify(['head', ...layerKeys, 'tail']), `step ${step}: rows ${rows.map((r) => r.key).join(' ')}`);
+      const layers = rows.filter((r) => /^L\d+$/.test(r.key));
+      check(layers.every((r) => r.nodes === perRow), `step ${step}: nodes per layer row ${layers.map((r) => r.nodes).join(' ')} (want ${perRow})`);
+      check(layers.every((r) => r.columns >= 6), `step ${step}: a layer row piles into few columns: ${layers.map((r) => r.columns).join(' ')}`);
+      check(rows.every((r, i) => i === 0 || r.top > rows[i - 1].top), `step ${step}: rows are not stacked top to bottom`);
+      if (step === 0) await shot('v1-upstream-rows');
+    }
+    check(/no vocabulary for this model \(start minfer-viz with --model qwen2\.5-0\.5b-instruct-q8_0\.gguf/.test(await page.textContent('.warnings')),
+      'the page does not say that the server has no vocabulary for the model');
+    await page.click('#view-pipeline');
+    await page.waitForSelector('.pipeline-view .pl-box');
+    for (const kind of ['attn_norm', 'attention', 'attn_residual', 'ffn_norm', 'ffn', 'ffn_residual']) {
+      const vals = await page.$$eval(`.pipeline-view .pl-box[data-kind="${kind}"] .pl-val`, (vs) => vs.map((v) => v.textContent));
+      check(vals.length === UPSTREAM_LAYERS && vals.every((v) => /\d/.test(v)), `${kind}: ${vals.length} boxes, values ${vals.join(' | ')}`);
+      check(new Set(vals).size >= UPSTREAM_LAYERS - 2, `${kind}: the layers show the same values: ${vals.join(' | ')}`);
+    }
+    await shot('v1-upstream-pipeline');
+    await page.click('#view-ops');
+  } finally {
+    page.off('response', onResponse);
+    page.off('console', onConsole);
+  }
+  check(failed.length === 0, `failed requests: ${failed.join(', ')}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+});
+upstreamServer.stop();
+rmSync(upstreamDir, { recursive: true, force: true });
+
+await test('the active Operators / Pipeline button keeps a readable label, also under the pointer', async () => {
+  await page.goto(`${server.url}?trace=${encodeURIComponent(single.name)}`);
+  await ready();
+  for (const [id, label] of [['view-pipeline', 'Pipeline'], ['view-ops', 'Operators']]) {
+    await page.click(`#${id}`);   // the pointer stays on the button it pressed
+    await page.waitForSelector(`#${id}.on`);
+    const c = await textContrast(`#${id}`);
+    check(c.text === label && c.ratio >= 4.5, `${id} pressed: "${c.text}" in ${c.color} on ${c.background}, contrast ${c.ratio.toFixed(2)} (want ≥ 4.5)`);
+    await page.mouse.move(5, 5);
+    const idle = await textContrast(`#${id}`);
+    check(idle.ratio >= 4.5, `${id} pressed, pointer away: contrast ${idle.ratio.toFixed(2)}`);
+  }
+  await shot('view-toggle');
+});
+
 await test('a deep link to a missing trace shows the server error', async () => {
   await page.goto(`${server.url}?trace=no-such-trace.json`);
   await ready();
@@ -797,6 +879,8 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
     await page.goto(ls.url);
     await ready();
     await page.waitForSelector('#run-panel');
+    // auto by default: the engine takes the GPU where one is usable (here, without one, the CPU)
+    check(await page.$eval('#run-backend', (s) => s.value) === 'auto', 'the Run panel does not default to the auto backend');
     await page.fill('#run-prompt', samplePrompt);
     await page.fill('#run-max-tokens', '24');
     await page.fill('#run-temperature', '0');
@@ -808,6 +892,7 @@ if (mock || !existsSync(genBin) || !existsSync(join(tracesDir, liveSample))) {
     check(/Done: 24 step\(s\), 24 token\(s\)/.test(text), `banner: ${text}`);
     const saved = /saved as (live-[\w.-]+\.json)/.exec(text)?.[1];
     check(saved, 'the banner names no saved trace');
+    check(/\bcpu\b/.test(await page.textContent('.app-header .meta')), `the header does not name the backend auto picked: ${await page.textContent('.app-header .meta')}`);
     const lit = await page.evaluate(() => { const v = window.minferViz; let n = 0; for (let i = 0; i < 60; i++) if (v.nodeText(i)) n++; return n; });
     check(lit >= 20, `only ${lit} graph nodes show a value after the run`);
     check((await page.$$('.token-strip .tok.gen')).length === 24, 'the tokens did not all arrive');

@@ -1,6 +1,6 @@
 // The application: loads traces (server list, local file, drag and drop, deep links), owns the
 // state (step, node, metric, filters, playback) and tells the views what changed.
-import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces } from './io/api';
+import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces, listedVersion } from './io/api';
 import { readLocalFile } from './io/read-file';
 import { defaultReference, type Comparison } from './model/compare';
 import { isPaired, pairedComparison, referenceTrace } from './model/paired';
@@ -8,6 +8,7 @@ import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
 import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
 import { fusedLabel, traceHasKernels } from './model/gpu-time';
+import { findNodeByKey, nodeKey } from './model/graph-index';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs, fmtNum, fmtUs } from './ui/format';
@@ -203,7 +204,7 @@ export class App {
   private async openServerTrace(name: string): Promise<void> {
     this.closeLive();
     this.setBusy(`loading ${name}…`);
-    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0);
+    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0, await listedVersion(name));
     if (isPaired(p.trace)) {   // shown as a comparison of its two runs: every step's records first
       this.setBusy(`loading every step of the paired trace ${name}…`);
       await p.loadRest(() => {});
@@ -338,7 +339,7 @@ export class App {
       this.graphView.fit(true);
       this.setStep(this.step, true);
       if (first) { this.selectNode(first.node); this.graphView.centerOn(first.node); }
-      const id = want?.node ? this.graphOf(this.step).nodes.findIndex((n) => n.name === want.node) : -1;
+      const id = want?.node ? findNodeByKey(this.graphOf(this.step), want.node) : -1;
       if (id >= 0) { this.selectNode(id); this.graphView.centerOn(id); }
       this.setReady();
       // The frame after this one shows the graph: the page-speed benchmark reads this mark.
@@ -395,7 +396,7 @@ export class App {
     for (const n of g.nodes) {
       const rec = step?.records.get(n.id);
       if (n.dtype === 'i32') {   // token ids and positions are not activations: no colour
-        styles.set(n.id, { fill: null, text: n.name === 'positions' ? 'positions' : 'token ids', noOutput: false });
+        styles.set(n.id, { fill: null, text: /^pos/.test(n.name) ? 'positions' : 'token ids', noOutput: false });   // upstream: "pos"
         continue;
       }
       const v = step ? metricValue(this.metric, step, n.id, this.cmp) : null;
@@ -449,7 +450,8 @@ export class App {
 
   private saveUrl(): void {
     if (!this.trace || (!this.source.trace && !this.source.a)) return;
-    const node = this.node === null ? null : this.graphOf(this.step).nodes[this.node]?.name ?? null;
+    const g = this.graphOf(this.step);
+    const node = this.node === null || !g.nodes[this.node] ? null : nodeKey(g, this.node);
     writeUrl({ ...this.source, step: this.step, node, view: this.view });
   }
 

@@ -35,6 +35,15 @@ export async function listTraces(): Promise<TraceEntry[]> {
   return body as TraceEntry[];
 }
 
+// The file version the server's listing gives for a trace (null: not listed, or no listing).
+export async function listedVersion(name: string): Promise<number | null> {
+  try {
+    return (await listTraces()).find((e) => e.name === name)?.version ?? null;
+  } catch {
+    return null;
+  }
+}
+
 export async function fetchTrace(name: string): Promise<Trace> {
   const r = await get(`api/traces/${encodeURIComponent(name)}`);
   const text = await bytesToText(await r.arrayBuffer());
@@ -54,15 +63,17 @@ export async function fetchComparison(a: string, b: string, referenceB = false):
 
 // Sliced loading (large traces): the index (everything but the per-step node records) and the
 // first step to show, so the page paints at once; loadRest() then fetches the other steps in
-// the background. Falls back to the whole file when the server has no slices for this trace
-// (a version-1 file, an older server).
+// the background. A version-1 file has no slices (the server answers 422): it is fetched whole
+// without asking, so the page logs no failed request; so is any trace when the server has none.
 export interface ProgressiveTrace { trace: Trace; sliced: boolean; loadRest(onStep: (k: number) => void): Promise<void> }
 
-export async function fetchTraceProgressive(name: string, firstStep: number): Promise<ProgressiveTrace> {
+export async function fetchTraceProgressive(name: string, firstStep: number, version: number | null): Promise<ProgressiveTrace> {
+  const whole = async (): Promise<ProgressiveTrace> => ({ trace: await fetchTrace(name), sliced: false, loadRest: async () => {} });
+  if (version === 1) return whole();
   const base = `api/slices/${encodeURIComponent(name)}`;
   let r: Response | null = null;
   try { r = await fetch(`${base}/index`); } catch { r = null; }
-  if (!r || !r.ok) return { trace: await fetchTrace(name), sliced: false, loadRest: async () => {} };
+  if (!r || !r.ok) return whole();
   const trace = parseTraceText(await r.text(), name);
   performance.mark('minfer:fetched');
   const first = Math.max(0, Math.min(trace.steps.length - 1, firstStep));

@@ -2,14 +2,17 @@
 // Layout (docs/trace-format.md, "Version 1"):
 //   {format, version: 1, model, prompt, phases[] → {kind, graph: {nodes[]}, steps[]}}
 //   graph node: {id, name, op, shape (ggml order, fastest first), dtype, src[], backend?,
-//                meta: {layer?, weight?, wtype?, …}}          e.g. name "matmul_blk.0.attn_q.weight"
+//                meta: {layer?, weight?, bias?, wtype?, …}, detail?: {layer?, …}}
+//                e.g. name "matmul_blk.0.attn_q.weight"; names repeat across layers ("rms_norm"),
+//                the layer is found as upstream's page finds it (v1-layers.ts)
 //   step: {token (this step's INPUT token; null in prefill), text, logits_top: [[id, p], …],
 //          nodes[] → {id, stats{min,max,mean,absmean}, values[], stride, n}}
 // So the token a step produced is the next step's input; the last step's is unknown. Top-k
 // entries carry no text: the page fills it from the model's vocabulary when the server has the
 // GGUF, else shows "#id".
 import { Checker, type Json, type Obj } from './checked';
-import { makeGraph, layerFromName } from './graph-index';
+import { makeGraph } from './graph-index';
+import { upstreamLayers } from './v1-layers';
 import type { GraphNode, Histogram, NodeRecord, Step, Trace, TraceGraph, TopToken, ValueGrid } from './types';
 
 const HIST_BINS = 32;
@@ -31,6 +34,8 @@ export function parseV1(c: Checker, root: Obj, name: string): Trace {
     const nTokens = tokenCount(c, raw, `${path}.graph.nodes`);
     for (const n of raw) if (typeof n.backend === 'string' && n.backend) backends.add(n.backend);
     const nodes = raw.map((n, i) => parseNode(c, n, `${path}.graph.nodes[${i}]`, i, nTokens));
+    const layers = upstreamLayers(raw, nodes.map((n) => n.src));
+    nodes.forEach((n, i) => { n.layer = layers[i]; });
     const graph = makeGraph(gid, kind, nTokens, false, nodes);
     graphs.set(gid, graph);
     c.arr(ph.steps, `${path}.steps`).forEach((s, si) => {
@@ -71,8 +76,9 @@ export function parseV1(c: Checker, root: Obj, name: string): Trace {
   for (const s of steps) { s.pos = pos; pos += Math.max(1, graphs.get(s.graphId)!.nTokens); }
   const model = typeof root.model === 'string' ? root.model : '';
   const warnings = ['Version 1 trace (upstream minfer): no std/NaN/Inf counts, entropy, timings or kernels; histograms are computed here from the sampled values.'];
+  const modelName = model.split('/').pop() || 'MODEL.gguf';
   if (steps.some((s) => s.logits && s.logits.top.some((t) => t.text.startsWith('#'))))
-    warnings.push('Top-k tokens are shown as #id where the trace has no text and the server has no vocabulary for this model.');
+    warnings.push(`Top-k tokens are shown as #id where the trace has no text and the server has no vocabulary for this model (start minfer-viz with --model ${modelName} to show their text).`);
   return {
     name, version: 1, complete: true,
     meta: {
@@ -84,11 +90,14 @@ export function parseV1(c: Checker, root: Obj, name: string): Trace {
   };
 }
 
-// The phase's token count: the ggml ne0 of its token-id input (shape [nt, 1, 1, 1], i32).
+// The phase's token count: the element count of its token-id input, one id per token (upstream
+// writes the shape [1, n_tokens]; ggml order [n_tokens, 1, 1, 1] reads the same).
 function tokenCount(c: Checker, nodes: Obj[], path: string): number {
-  const inp = nodes.find((n) => n.op === 'input' && (n.dtype === 'i32' || /token/.test(String(n.name ?? ''))));
+  const inputs = nodes.filter((n) => n.op === 'input');
+  const inp = inputs.find((n) => n.name === 'token_ids') ?? inputs.find((n) => n.dtype === 'i32' || /token/.test(String(n.name ?? '')));
   if (!inp || !Array.isArray(inp.shape) || inp.shape.length === 0) return 0;
-  return c.int(inp.shape[0], `${path}[${nodes.indexOf(inp)}].shape[0]`);
+  const at = `${path}[${nodes.indexOf(inp)}].shape`;
+  return inp.shape.reduce<number>((count, d, k) => count * c.int(d, `${at}[${k}]`), 1);
 }
 
 // ggml order (fastest dimension first, trailing 1s) → token-major [tokens, features].
@@ -111,17 +120,16 @@ function parseNode(c: Checker, n: Obj, path: string, index: number, nTokens: num
   const meta = n.meta === undefined || n.meta === null ? {} : c.obj(n.meta, `${path}.meta`);
   const src = n.src ?? n.inputs ?? [];
   const ne = c.arr(n.shape ?? [], `${path}.shape`).map((x, k) => c.int(x, `${path}.shape[${k}]`));
-  const layer = typeof meta.layer === 'number' ? c.int(meta.layer, `${path}.meta.layer`)
-    : typeof n.layer === 'number' ? n.layer : layerFromName(name);
   return {
     id, name, op: c.optStr(n.op, `${path}.op`) ?? '?',
     shape: ggmlToRowsCols(ne, nTokens),
     dtype: c.optStr(n.dtype, `${path}.dtype`) ?? 'f32',
     src: c.arr(src, `${path}.src`).map((x, k) => c.int(x, `${path}.src[${k}]`)).filter((s) => s >= 0 && s < id),
-    layer,
+    layer: -1,   // set from the whole graph (v1-layers.ts)
     weight: optStrIn(c, meta.weight, `${path}.meta.weight`) ?? c.optStr(n.weight, `${path}.weight`),
     weightType: optStrIn(c, meta.wtype, `${path}.meta.wtype`) ?? c.optStr(n.weight_type, `${path}.weight_type`),
-    bias: null, fusedFrom: [], fusedInto: -1, hasOutput: true,
+    bias: optStrIn(c, meta.bias, `${path}.meta.bias`),
+    fusedFrom: [], fusedInto: -1, hasOutput: true,
   };
 }
 

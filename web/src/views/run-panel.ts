@@ -15,8 +15,10 @@ export function runPanel(m: LiveModels, onRun: (r: RunRequest) => Promise<void>)
   const topk = num('run-top-k', 40, 0, 100000, 1, 'top-k (0 = off)');
   const seed = num('run-seed', 1, 0, 2 ** 31, 1, 'sampler seed');
   const rep = num('run-repeat-penalty', 1.1, 0.5, 5, 0.05, 'repeat penalty (1 = off)');
-  const backend = el('select', { id: 'run-backend', title: 'where the engine runs' },
-    el('option', { value: 'cpu', text: 'cpu' }), el('option', { value: 'cuda', text: 'cuda' }), el('option', { value: 'auto', text: 'auto' }));
+  // auto first: the server's engine takes the GPU where one is usable, the CPU otherwise; the
+  // page's header then names the backend it picked.
+  const backend = el('select', { id: 'run-backend', title: 'where the engine runs: auto = cuda where a usable GPU exists, else cpu' },
+    el('option', { value: 'auto', text: 'auto (cuda if a GPU, else cpu)' }), el('option', { value: 'cuda', text: 'cuda' }), el('option', { value: 'cpu', text: 'cpu' }));
   const path = el('select', { id: 'run-path', title: 'prefill matmul path' },
     el('option', { value: 'mmq', text: 'int8 MMQ prefill' }), el('option', { value: 'f16', text: 'float prefill' }));
   const go = el('button', { id: 'run-go', class: 'primary', text: '▶ Run' });
