@@ -104,6 +104,9 @@ std::unique_ptr<TraceSession> TraceSession::start(trace::RecorderOptions opts, c
                      {"reason", why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
                      {"steps", opts.kernel_steps},
                      {"other_steps", "events"}};
+    if (x.read_bandwidth_gbs)
+      meta["device_limits"] = {{"read_gbs", x.read_bandwidth_gbs()},
+                               {"how", "Backend::read_bandwidth_gbs: device-to-device copies, bytes read + written"}};
   }
   return std::make_unique<RecorderSession>(std::move(opts), std::move(meta), tok);
 }
