@@ -7,7 +7,10 @@
 
 #include "device_roofs.h"
 #include "node_work.h"
+#include "roofline_table.h"
 #include "step_roofline.h"
+#include "trace_load.h"
+#include "trace_summary.h"
 
 namespace minfer::trace {
 namespace {
@@ -264,6 +267,19 @@ TEST(StepRoofline, UnknownDeviceHasNoFraction) {
   EXPECT_EQ(pts[0].bytes, 7 * 896 * 4 * 3);
   EXPECT_EQ(pts[0].fraction, -1);
   EXPECT_EQ(pts[0].roof_us, -1);
+}
+
+// The committed CUDA sample predates meta.device_limits: the summary's table says the bandwidth
+// is the nominal one, and every one of its rows has a fraction.
+TEST(RooflineTable, CommittedCudaSample) {
+  const json t = load_trace(std::string(MINFER_SOURCE_DIR) + "/traces/qwen2.5-0.5b-q4_0-cuda-mmq.json.gz");
+  const std::string s = summarize_trace(t);
+  EXPECT_NE(s.find("roofline  (GPU time per kernel group"), std::string::npos) << s;
+  EXPECT_NE(s.find("bandwidth 4800 GB/s (nominal"), std::string::npos) << s;
+  EXPECT_NE(s.find("H200 SXM (datasheet): int8 1979 TOPS, f16 989 TFLOP/s"), std::string::npos) << s;
+  EXPECT_EQ(s.find("      -        -"), std::string::npos) << "a row without a fraction:\n" << s;
+  // a CPU trace has no kernel records: no table
+  EXPECT_EQ(roofline_table(load_trace(std::string(MINFER_SOURCE_DIR) + "/traces/tiny-q8_0-mmq.json")), "");
 }
 
 }  // namespace
