@@ -79,8 +79,9 @@ std::vector<RooflinePoint> step_roofline(const json& meta, const json& step, con
       p.ops += w.ops;
       p.ops_by_kind[static_cast<int>(w.kind)] += w.ops;
     }
-    p.kind = static_cast<OpsKind>(std::max_element(std::begin(p.ops_by_kind), std::end(p.ops_by_kind)) -
-                                  std::begin(p.ops_by_kind));
+    if (p.ops > 0)  // a group without arithmetic (a copy, a gather) stays F32
+      p.kind = static_cast<OpsKind>(std::max_element(std::begin(p.ops_by_kind), std::end(p.ops_by_kind)) -
+                                    std::begin(p.ops_by_kind));
     apply_roofs(p, roofs);
     out.push_back(std::move(p));
   }
