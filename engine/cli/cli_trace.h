@@ -21,7 +21,7 @@ struct TraceExtras {
   const ReplayTokens* replay = nullptr;  // --tokens-from: meta.tokens_from
   // The backend's streaming-read probe (Backend::read_bandwidth_gbs), called once when a CUDA
   // run is traced: meta.device_limits, the roofline's bandwidth roof. Empty: not recorded.
-  std::function<double()> read_bandwidth_gbs;
+  std::function<double()> read_bandwidth_gbs = nullptr;
 };
 
 class TraceSession {
