@@ -17,6 +17,15 @@ int64_t dim(const json& node, size_t i) {
   return s.is_array() && s.size() > i && s[i].is_number_integer() ? s[i].get<int64_t>() : 0;
 }
 
+// Source i of a node, or null when the graph does not hold it (a reader of any file, not only
+// validated ones, must not index past the array).
+const json* source(const json& nodes, const json& node, size_t i) {
+  auto it = node.find("src");
+  if (it == node.end() || !it->is_array() || it->size() <= i || !(*it)[i].is_number_integer()) return nullptr;
+  const int64_t id = (*it)[i].get<int64_t>();
+  return id >= 0 && static_cast<size_t>(id) < nodes.size() ? &nodes[static_cast<size_t>(id)] : nullptr;
+}
+
 std::string str(const json& node, const char* key) {
   auto it = node.find(key);
   return it != node.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -69,8 +78,8 @@ MatmulPath matmul_path(const json& node, const StepShape& s) {
 
 NodeWork matmul_work(const json& nodes, const json& node, const StepShape& s) {
   const int64_t m = dim(node, 0), n = dim(node, 1);
-  const auto& src = node["src"];
-  const int64_t k = src.is_array() && !src.empty() ? dim(nodes[src[0].get<size_t>()], 1) : 0;
+  const json* src = source(nodes, node, 0);
+  const int64_t k = src ? dim(*src, 1) : 0;
   const MatmulPath p = matmul_path(node, s);
   const double weight = p.f16_copy ? 2.0 * static_cast<double>(n * k) : stored_bytes(str(node, "weight_type"), n, k);
   NodeWork w{weight + kF32 * static_cast<double>(m * k + m * n), 2.0 * static_cast<double>(m * n * k), p.kind};
@@ -101,10 +110,8 @@ NodeWork tensors_only(const json& nodes, const json& node) {
   NodeWork w;
   w.known = false;
   w.bytes = kF32 * static_cast<double>(dim(node, 0) * dim(node, 1));
-  for (const auto& id : node["src"]) {
-    const json& src = nodes[id.get<size_t>()];
-    w.bytes += kF32 * static_cast<double>(dim(src, 0) * dim(src, 1));
-  }
+  for (size_t i = 0; const json* src = source(nodes, node, i); ++i)
+    w.bytes += kF32 * static_cast<double>(dim(*src, 0) * dim(*src, 1));
   return w;
 }
 
