@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "roofline_table.h"
+
 namespace minfer::trace {
 
 using nlohmann::json;
@@ -106,6 +108,7 @@ std::string summarize_trace(const json& t, int top_nodes) {
     os << "  " << op << std::string(op.size() < 10 ? 10 - op.size() : 1, ' ')
        << fmt("%12.3f ms", v.first / 1e3) << fmt("  %5.1f %%", node_us_total > 0 ? 100 * v.first / node_us_total : 0)
        << "  (" << v.second << " node runs)\n";
+  os << roofline_table(t);
   if (t.contains("timings")) {
     const json& tm = t["timings"];
     os << "\ntimings   ";

@@ -1,5 +1,6 @@
 // A human-readable overview of one trace (minfer-trace summary): the run, the tokens, the
-// nodes with the largest |x|, the first NaN/Inf, and the time per op type.
+// nodes with the largest |x|, the first NaN/Inf, the time per op type and, on CUDA traces,
+// the roofline table (roofline_table.h).
 #pragma once
 #include <string>
 

@@ -1,5 +1,7 @@
 #include "cli/cli_trace.h"
 
+#include <cstdio>
+
 #include <filesystem>
 
 #include "core/error.h"
@@ -104,6 +106,15 @@ std::unique_ptr<TraceSession> TraceSession::start(trace::RecorderOptions opts, c
                      {"reason", why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
                      {"steps", opts.kernel_steps},
                      {"other_steps", "events"}};
+    // The probe needs 1 GiB of device memory for a moment: on a full device the trace goes
+    // without the measured roof (the page then uses the nominal one) rather than failing the run.
+    if (x.read_bandwidth_gbs) try {
+        meta["device_limits"] = {{"read_gbs", x.read_bandwidth_gbs()},
+                                 {"how", "Backend::read_bandwidth_gbs: device-to-device copies, bytes read + written"}};
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "minfer: trace: the device read probe failed (%s); meta.device_limits not recorded\n",
+                     e.what());
+      }
   }
   return std::make_unique<RecorderSession>(std::move(opts), std::move(meta), tok);
 }

@@ -98,7 +98,8 @@ int run_generate(const CliOptions& o) {
     write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
 
   auto trace = TraceSession::maybe_start(o, *model, *backend, *tok,
-                                         TraceExtras{text, reference.get(), replay ? &*replay : nullptr});
+                                         TraceExtras{text, reference.get(), replay ? &*replay : nullptr,
+                                                     [&] { return backend->read_bandwidth_gbs(); }});
   if (reference && !trace)
     fail("--compare-path records a paired trace: give --trace FILE (or MINFER_TRACE=FILE)");
   GenerateOptions g;

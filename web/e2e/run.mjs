@@ -438,6 +438,52 @@ await test('CUPTI off: the page says why there are no kernels', async () => {
 cudaServer.stop();
 rmSync(cudaDir, { recursive: true, force: true });
 
+// ----- Roofline (issue 30, item 2) on the committed CUDA MMQ sample: no measured bandwidth in it,
+// so the page must say the roof is the nominal one. Decode step 1 has kernel records.
+const roofSample = list.find((e) => e.name === 'qwen2.5-0.5b-q4_0-cuda-mmq.json.gz');
+if (roofSample || !mock) await test('roofline: graph colour, chart with both roofs, worst nodes, linked to the graph', async () => {
+  check(roofSample, 'the committed CUDA sample qwen2.5-0.5b-q4_0-cuda-mmq.json.gz is not served');
+  await page.goto(`${server.url}?trace=${encodeURIComponent(roofSample.name)}&step=1`);
+  await ready();
+  await details(1);
+  const opts = await page.$$eval('#metric option', (os) => os.map((o) => o.value));
+  check(opts.includes('roof'), `no roofline colour among ${opts}`);
+  await page.selectOption('#metric', 'roof');
+  const legend = await page.textContent('.graph-legend');
+  check(/fraction of roofline \(% of the roof\)/.test(legend) && /nominal/.test(legend) && /H200/.test(legend), `legend: ${legend}`);
+  const qkv = await page.evaluate(() => window.minferViz.findNode('blk.0.attn_v'));
+  check(/% of roof/.test(await page.evaluate((id) => window.minferViz.nodeText(id), qkv)), 'the fused QKV node shows no fraction');
+  await shot('graph-roofline');
+  await page.click('.tab[data-tab="roofline"]');
+  await page.waitForSelector('.roofline-chart circle.point');
+  const points = await page.$$eval('.roofline-chart circle.point', (c) => c.length);
+  check(points > 50, `only ${points} points`);
+  check(await page.$$eval('.roofline-chart line.roof-bandwidth', (l) => l.length) === 1, 'no bandwidth roof');
+  check(await page.$$eval('.roofline-chart line.roof-ceiling', (l) => l.length) === 3, 'not three compute ceilings (int8, f16, f32)');
+  const titles = await page.$$eval('.roofline-chart .axis-title', (t) => t.map((x) => x.textContent).join(' | '));
+  check(/ops per byte/.test(titles) && /ops\/s/.test(titles), `axis titles: ${titles}`);
+  check(/nominal datasheet figure: not recorded in this trace/.test(await page.textContent('.roofline-roofs')), 'the roofs line does not say the bandwidth is nominal');
+  // The worst row opens its node, and its point is ringed.
+  const row = await page.$('.roofline-table tbody tr');
+  const rowNode = Number(await row.getAttribute('data-node'));
+  await row.click();
+  await page.waitForFunction((id) => document.body.dataset.node === String(id), rowNode, { timeout: 5000 });
+  check(await page.$$eval(`.roofline-chart circle.point.selected[data-node="${rowNode}"]`, (c) => c.length) === 1, 'the picked node\'s point is not ringed');
+  // A click on another point selects its node in the graph and the inspector.
+  const other = await page.$$eval('.roofline-chart circle.point', (cs, skip) => cs.map((c) => Number(c.dataset.node)).find((n) => n !== skip), rowNode);
+  await page.dispatchEvent(`.roofline-chart circle.point[data-node="${other}"]`, 'click');
+  await page.waitForFunction((id) => document.body.dataset.node === String(id), other, { timeout: 5000 });
+  // Selecting a node in the graph (a node of a fused group) rings its group's point.
+  await page.evaluate((id) => window.minferViz.selectNode(id), qkv);
+  check(await page.$$eval('.roofline-chart circle.point.selected', (c) => c.length) === 1, 'selecting a node does not ring its point');
+  await tallShot('roofline');
+  // A step without kernel records says why.
+  await page.evaluate(() => window.minferViz.setStep(5));
+  await details(5);
+  await page.waitForSelector('.roofline-none');
+  check(/No kernel records in step 5/.test(await page.textContent('.roofline-none')), 'no reason on a step without kernels');
+});
+
 
 await test('fit fills the pane; pan/zoom stay on the graph; minimap moves the view', async () => {
   await page.goto(`${server.url}?trace=${encodeURIComponent(single.name)}`);

@@ -9,6 +9,7 @@ import { parseTraceText } from './model/parse';
 import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
 import { fusedLabel, traceHasKernels } from './model/gpu-time';
 import { findNodeByKey, nodeKey } from './model/graph-index';
+import { roofsNote, traceRoofs } from './model/device-roofs';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs, fmtNum, fmtUs } from './ui/format';
@@ -17,6 +18,7 @@ import { GraphView, type NodeStyle } from './views/graph-view';
 import { Inspector } from './views/inspector';
 import { nodeColorScale } from './views/node-colors';
 import { TimingsPanel } from './views/timings-panel';
+import { RooflinePanel } from './views/roofline-panel';
 import { header } from './views/header';
 import { toolbar } from './views/toolbar';
 import { Player } from './playback';
@@ -32,7 +34,7 @@ import { applyGraph, applyNode, applyStep, applyStepEnd, applyToken, liveTrace, 
 import { LiveBanner } from './views/live-banner';
 import { runPanel } from './views/run-panel';
 
-type Tab = 'tokens' | 'timings' | 'kernels' | 'compare';
+type Tab = 'tokens' | 'timings' | 'kernels' | 'roofline' | 'compare';
 
 export class App {
   private trace: Trace | null = null;
@@ -57,6 +59,7 @@ export class App {
   private tokensB = new TokensPanel((i) => this.setStep(i));
   private timings = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
   private timingsB = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
+  private roofline = new RooflinePanel((id) => { this.selectNode(id); this.graphView.centerOn(id); });
   private source: { trace: string | null; a: string | null; b: string | null } = { trace: null, a: null, b: null };
   private initial: UrlState | null = null;
   private view: 'ops' | 'pipeline' = 'ops';
@@ -307,6 +310,7 @@ export class App {
     this.backStack = [];
     this.node = null;
     this.timings.selectNode(null);
+    this.roofline.select(null);
     this.timingsB.selectNode(null);
     const first = cmp?.firstLocal ?? cmp?.firstDivergent ?? null;   // the node that first adds error
     this.step = first?.step ?? 0;
@@ -390,7 +394,8 @@ export class App {
     const info = metricInfo(this.metric);
     if (!this.domains.has(this.metric)) this.domains.set(this.metric, metricDomain(this.metric, t, this.cmp));
     const scale = nodeColorScale(info, this.domains.get(this.metric)!, this.cmp?.threshold.value ?? null,
-      this.cmp ? (this.cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid') : null);
+      this.metric === 'roof' ? roofsNote(traceRoofs(t.meta), t.meta.device)
+        : this.cmp ? (this.cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid') : null);
     const styles = new Map<number, NodeStyle>();
     const g = this.graphOf(this.step);
     for (const n of g.nodes) {
@@ -399,7 +404,7 @@ export class App {
         styles.set(n.id, { fill: null, text: /^pos/.test(n.name) ? 'positions' : 'token ids', noOutput: false });   // upstream: "pos"
         continue;
       }
-      const v = step ? metricValue(this.metric, step, n.id, this.cmp) : null;
+      const v = step ? metricValue(this.metric, step, n.id, this.cmp, t) : null;
       styles.set(n.id, {
         fill: v === null || Number.isNaN(v) ? null : scale.fill(v),
         text: v === null ? (rec?.noOutput ? `(${rec.noOutput})` : this.metric === 'gpu' && step ? fusedLabel(step, n.id, g.nodes) : '') : valueText(this.metric, v),
@@ -423,6 +428,7 @@ export class App {
     this.graphView.select(id);
     this.timings.selectNode(id);
     this.timingsB.selectNode(id);
+    this.roofline.select(id);
     this.renderInspector();
     document.body.dataset.node = String(id);
     this.saveUrl();
@@ -587,6 +593,7 @@ export class App {
 
   private bottom(): HTMLElement {
     const tabs: [Tab, string][] = [['tokens', 'Tokens & top-k'], ['timings', 'Timings'], ['kernels', 'Timeline']];
+    if (traceHasKernels(this.trace!)) tabs.push(['roofline', 'Roofline']);
     if (this.cmp) tabs.unshift(['compare', 'Comparison']);
     const bar = el('div', { class: 'tabs' });
     const body = el('div', { class: 'tab-body', id: 'tab-body' });
@@ -611,7 +618,8 @@ export class App {
       const tok = which === 'A' ? this.tokens : this.tokensB, tim = which === 'A' ? this.timings : this.timingsB;
       return this.tab === 'tokens' ? tok.root : this.tab === 'timings' ? tim.root : tim.kernelsRoot;
     };
-    const want: HTMLElement[] = this.tab === 'compare' ? [this.compare.root] : b ? [pick('A'), pick('B')] : [pick('A')];
+    const want: HTMLElement[] = this.tab === 'compare' ? [this.compare.root] : this.tab === 'roofline' ? [this.roofline.root]
+      : b ? [pick('A'), pick('B')] : [pick('A')];
     const key = `${this.tab}|${b ? 2 : 1}`;
     if (body.dataset.key !== key) {
       clear(body);
@@ -628,6 +636,7 @@ export class App {
       if (b && stepB) this.timingsB.update(b, stepB);
     }
     if (this.tab === 'compare' && this.cmp && b) this.compare.update(this.trace, b, this.cmp, this.step);
+    if (this.tab === 'roofline') this.roofline.update(this.trace, step);
     if (this.tab === 'tokens') {
       this.tokens.update(this.trace, this.step);
       if (b) this.tokensB.update(b, this.step);
@@ -675,6 +684,7 @@ export class App {
 
 function valueText(m: MetricId, v: number): string {
   if (m === 'time' || m === 'gpu') return fmtUs(v);
+  if (m === 'roof') return `${(100 * v).toFixed(v < 0.1 ? 1 : 0)} % of roof`;
   if (m === 'error' || m === 'local') return v >= 200 || !Number.isFinite(v) ? 'identical' : `${v.toFixed(1)} dB`;
   if (m === 'cosine') return `cos ${v.toFixed(5)}`;
   if (m === 'relerr') return `rel ${fmtNum(v, 2)}`;

@@ -1,13 +1,14 @@
 // Per-node colour metrics: one number per (step, node), and a scale description for the legend.
 import { stepOf, type Comparison, type CompareNode } from './compare';
 import { nodeGpuUs } from './gpu-time';
+import { pointOfNode } from './roofline';
 import type { Step, Trace } from './types';
 
-export type MetricId = 'absmean' | 'absmax' | 'nonfinite' | 'time' | 'gpu' | 'error' | 'local' | 'cosine' | 'relerr';
+export type MetricId = 'absmean' | 'absmax' | 'nonfinite' | 'time' | 'gpu' | 'roof' | 'error' | 'local' | 'cosine' | 'relerr';
 
 export interface MetricInfo {
   id: MetricId; label: string; unit: string;
-  kind: 'log' | 'count' | 'db' | 'cos' | 'rel';   // how the colour scale maps values (db/cos/rel: views/error-scale.ts)
+  kind: 'log' | 'count' | 'db' | 'cos' | 'rel' | 'fraction';   // how the colour scale maps values (db/cos/rel: views/error-scale.ts)
   comparison?: boolean;           // exists only when two runs are compared
 }
 
@@ -17,6 +18,7 @@ export const METRICS: MetricInfo[] = [
   { id: 'nonfinite', label: 'NaN/Inf count', unit: 'values', kind: 'count' },
   { id: 'time', label: 'host time', unit: 'µs', kind: 'log' },
   { id: 'gpu', label: 'GPU time', unit: 'µs', kind: 'log' },   // CUDA traces: sum of the node's kernels
+  { id: 'roof', label: 'fraction of roofline', unit: '% of the roof', kind: 'fraction' },   // CUDA traces: model/roofline.ts
   { id: 'error', label: 'SQNR vs reference', unit: 'dB', kind: 'db', comparison: true },
   { id: 'local', label: 'local error (SQNR the node adds itself)', unit: 'dB', kind: 'db', comparison: true },
   { id: 'cosine', label: 'cosine similarity', unit: '1 = same direction', kind: 'cos', comparison: true },
@@ -40,9 +42,11 @@ export function metricInfo(id: MetricId): MetricInfo {
   return METRICS.find((m) => m.id === id)!;
 }
 
-export function metricValue(id: MetricId, step: Step, node: number, cmp: Comparison | null): number | null {
+// `trace`: the roofline needs the graph and the device (other metrics read the step alone).
+export function metricValue(id: MetricId, step: Step, node: number, cmp: Comparison | null, trace?: Trace): number | null {
   if (metricInfo(id).comparison) return compareMetric(id, stepOf(cmp, step.index)?.nodes.get(node));
   if (id === 'gpu') return nodeGpuUs(step, node);
+  if (id === 'roof') return trace ? pointOfNode(trace, step, node)?.fraction ?? null : null;
   const r = step.records.get(node);
   if (!r) return null;
   if (id === 'time') return r.timeUs;
@@ -55,6 +59,7 @@ export function metricValue(id: MetricId, step: Step, node: number, cmp: Compari
 // Range over every step, so a colour means the same thing on every step.
 export function metricDomain(id: MetricId, trace: Trace, cmp: Comparison | null): [number, number] {
   if (metricInfo(id).comparison) return [10, 60];   // a fixed scale: views/error-scale.ts
+  if (id === 'roof') return [0, 1];
   let lo = Infinity, hi = -Infinity;
   for (const s of trace.steps) {
     const nodes = trace.graphs.get(s.graphId)?.nodes ?? [];

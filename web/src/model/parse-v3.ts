@@ -15,7 +15,7 @@ export interface V2Readers {
   logits(c: Checker, l: Obj, path: string): Logits;
 }
 
-type MetaV3 = Pick<TraceMeta, 'sampler' | 'compare' | 'tokensFrom' | 'summaries' | 'cupti'>;
+type MetaV3 = Pick<TraceMeta, 'sampler' | 'compare' | 'tokensFrom' | 'summaries' | 'cupti' | 'deviceLimits'>;
 
 export function parseMetaV3(c: Checker, m: Obj): MetaV3 {
   return {
@@ -27,6 +27,7 @@ export function parseMetaV3(c: Checker, m: Obj): MetaV3 {
     })() : null,
     summaries: c.optStr(m.summaries, 'meta.summaries'),
     cupti: m.cupti ? parseCupti(c, c.obj(m.cupti, 'meta.cupti')) : null,
+    deviceLimits: m.device_limits ? { readGbs: c.num(c.obj(m.device_limits, 'meta.device_limits').read_gbs, 'meta.device_limits.read_gbs') } : null,
   };
 }
 

@@ -165,6 +165,7 @@ export interface TraceMeta {
   tokensFrom?: { file: string; steps: number | null } | null;
   summaries?: string | null;    // v3 (#9): "device" | "host"
   cupti?: CuptiMeta | null;
+  deviceLimits?: { readGbs: number } | null;   // v3 (cuda): the streaming read bandwidth measured at record time
 }
 
 export interface SamplerSettings {

@@ -1,6 +1,6 @@
 // Colour of a node for the chosen metric, and the legend that explains it.
 import { scaleSequentialLog } from 'd3-scale';
-import { interpolateViridis, interpolateYlOrRd } from 'd3-scale-chromatic';
+import { interpolateRdYlGn, interpolateViridis, interpolateYlOrRd } from 'd3-scale-chromatic';
 import { isErrorKind, type MetricInfo } from '../model/metrics';
 import { errorFill, errorGradientCss, errorTicks, IDENTICAL_FILL, type ErrorKind } from './error-scale';
 import { el } from '../ui/dom';
@@ -15,6 +15,14 @@ export function nodeColorScale(m: MetricInfo, domain: [number, number], threshol
   if (m.kind === 'count') {
     const fill = (v: number) => (v > 0 ? '#d62728' : '#cfe8cf');
     return { fill, legend: () => legendBox(m, [swatch('#cfe8cf', 'none'), swatch('#d62728', '≥ 1 NaN/Inf value'), missing()]) };
+  }
+  if (m.kind === 'fraction') {
+    // The roofline: red far below the roof, green at it. Log scale over 0.1 %..100 %: real nodes
+    // sit between 0.1 % and 30 %, which a linear scale paints one red. `source` names the roofs.
+    const fill = (v: number) => interpolateRdYlGn(Math.min(1, Math.max(0, Math.log10(Math.max(v, 1e-3)) / 3 + 1)));
+    return { fill, legend: () => legendBox(m, [gradient(interpolateRdYlGn, ['≤ 0.1 %', '1 %', '10 %', '100 %']),
+      el('div', { class: 'legend-note', text: `log scale; 100 % = at the roof · ${source ?? ''}` }),
+      missing('no fraction: no kernel of its own in this step (no CUPTI records, fused away) or no roof known for the device')]) };
   }
   if (isErrorKind(m)) {
     const kind = m.kind as ErrorKind;
@@ -53,10 +61,11 @@ function legendBox(m: MetricInfo, parts: (HTMLElement | null)[]): HTMLElement {
   return el('div', { class: 'graph-legend' }, el('div', { class: 'legend-title', text: `Node colour: ${m.label} (${m.unit})` }), ...parts);
 }
 
-function gradient(color: (t: number) => string, ends: [string, string]): HTMLElement {
+// `ends`: labels spread evenly under the ramp (the first at its left end, the last at its right).
+function gradient(color: (t: number) => string, ends: string[]): HTMLElement {
   const stops = Array.from({ length: 11 }, (_, i) => `${color(i / 10)} ${i * 10}%`).join(', ');
   return el('div', { class: 'legend-gradient' }, el('div', { class: 'legend-ramp', style: `background: linear-gradient(to right, ${stops})` }),
-    el('div', { class: 'legend-ends' }, el('span', { text: ends[0] }), el('span', { text: ends[1] })));
+    el('div', { class: 'legend-ends' }, ...ends.map((text) => el('span', { text }))));
 }
 
 function swatch(color: string, label: string): HTMLElement {

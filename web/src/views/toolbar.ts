@@ -6,7 +6,7 @@ import type { Filters } from './graph-view';
 
 export interface ToolbarState {
   steps: number; step: number; speed: number; playMode: 'steps' | 'nodes'; metric: MetricId; comparing: boolean;
-  gpu: boolean;             // the trace has GPU kernel timings: offer the GPU time colour
+  gpu: boolean;             // the trace has GPU kernel timings: offer the GPU time and roofline colours
   view: 'ops' | 'pipeline';
 }
 
@@ -41,7 +41,7 @@ export function toolbar(s: ToolbarState, a: ToolbarActions): HTMLElement {
     el('option', { value: 'nodes', text: 'play nodes', selected: s.playMode === 'nodes' }));
   mode.addEventListener('change', () => a.setPlayMode(mode.value as 'steps' | 'nodes'));
   const metric = el('select', { id: 'metric', title: 'what the node colour shows' },
-    ...METRICS.filter((m) => (!m.comparison || s.comparing) && (m.id !== 'gpu' || s.gpu)).map((m) => el('option', { value: m.id, text: `colour: ${m.label}`, selected: m.id === s.metric })));
+    ...METRICS.filter((m) => (!m.comparison || s.comparing) && ((m.id !== 'gpu' && m.id !== 'roof') || s.gpu)).map((m) => el('option', { value: m.id, text: `colour: ${m.label}`, selected: m.id === s.metric })));
   metric.addEventListener('change', () => a.setMetric(metric.value as MetricId));
   const filters: Filters = { attention: true, ffn: true, kv: true };
   const check = (key: keyof Filters, label: string) => {
