@@ -5,8 +5,8 @@
 # $OUT (the device tool's output folder; out/device when run by hand), bundled so at most a few
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
-#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench trace prefill parity
-#                                         launch kbench ncu; overhead and kill are the trace stage's overhead
+#   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench targets trace prefill
+#                                         parity launch kbench ncu (targets: issue 29's rows, 7B and 0.5b); overhead and kill are the trace stage's overhead
 #                                         runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
@@ -118,13 +118,14 @@ if has diff; then
   rm -f "$LOGS"/trace-*.json
 fi
 
-if has bench; then
+if has bench || has targets; then
   BENCH=$OUT/bench.jsonl
   : > "$BENCH"
-  bench() {  # bench TAG MODEL_WEIGHTS [ENV=VALUE...] -- [minfer-bench args]
+  bench() {  # bench TAG MODEL_WEIGHTS [ENV=VALUE...] -- [minfer-bench args]   (BENCH_PRESET: another preset)
     local tag=$1 w=$2; shift 2
     local envs=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-    env "${envs[@]}" "$B/bin/minfer-bench" "$(model "$w")" --backend cuda "$@" --json > "$LOGS/bench-$tag.json" 2> "$LOGS/bench-$tag.err"
+    local m; m=$(PRESET=${BENCH_PRESET:-$PRESET} model "$w")
+    env "${envs[@]}" "$B/bin/minfer-bench" "$m" --backend cuda "$@" --json > "$LOGS/bench-$tag.json" 2> "$LOGS/bench-$tag.err"
     python3 - "$LOGS/bench-$tag.json" "$tag" "$BENCH" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 j = json.load(open(sys.argv[1])); j["tag"] = sys.argv[2]
@@ -138,6 +139,15 @@ for f in (j.get("kernel_families") or {}).get("families", [])[:6]:
     print("      %-30s %4d launches %8.2f us/token %5.1f%%" % (f["family"], f["launches_per_token"], f["us_per_token"], 100 * f["share"]))
 PY
   }
+  if has targets; then
+    # Issue 29's table in one call: the 7B and 0.5b presets in the three weight types, default
+    # paths, medians of 5, and 0.5b Q4_0 4096 tokens deep.
+    for p in qwen2.5-7b qwen2.5-0.5b; do for w in q4_0 q8_0 q4_k_m; do
+      BENCH_PRESET=$p bench "$p-$w" "$w" -- -p 512 -n 128 -r 5
+    done; done
+    BENCH_PRESET=qwen2.5-0.5b bench "qwen2.5-0.5b-q4_0-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
+  fi
+  if has bench; then
   for w in q4_0 q8_0 q4_k_m; do
     bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
     [ "${MINFER_DEVICE_BENCH:-all}" = decode ] || bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
@@ -160,6 +170,7 @@ PY
   bench "q4_0-mmq-eager" q4_0 MINFER_NO_CUDA_GRAPH=1 -- -p 512 -n 128 -r 5
   bench "q4_0-mmq-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
   bench "q8_0-mmq-depth4096" q8_0 -- -p 512 -n 128 -d 4096 -r 5
+  fi
   fi
 fi
 

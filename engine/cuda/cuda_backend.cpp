@@ -331,6 +331,7 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   impl_->check_weight_types();
   // The streaming decode matvec where it measured faster: the wider models (mmvq_stream.h).
   cuda::set_stream_enabled(!env_is("MINFER_MMVQ_STREAM", "0") && m.hp.n_embd >= cuda::kStreamMinModelWidth);
+  cuda::set_direct_enabled(!env_is("MINFER_MMVQ_DIRECT", "0"));
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
   impl_->cublas_workspace.alloc(32u << 20, "the cuBLAS workspace");

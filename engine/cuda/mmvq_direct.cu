@@ -22,7 +22,10 @@
 //     isum = sum_k q_k a_k - 8 * sum_k a_k     (exact integers; sum_k a_k precomputed per block)
 //     acc  = fma(d_w * d_a, float(isum), acc)
 // Shared memory: the Q8_1 row (as the prologue writes it), its codes as int4 pairs per block and
-// (d_a, sum a) per block.
+// (d_a, sum a) per block, both padded per unit: the lanes of a half-warp read the same block of
+// 16 different units, 256 (codes) and 64 (ActBlock) bytes apart without the pad, all in one bank
+// group (16- and 8-way conflicts); with one 16-byte pad per unit of codes (stride 272) and one
+// ActBlock per unit (stride 72), 8 consecutive units start in 8 different 16-byte bank groups.
 #include <cuda_fp16.h>
 
 #include "core/error.h"
@@ -45,14 +48,19 @@ struct ActBlock {
   int sum;   // sum of the block's 32 codes
 };
 
-// Shared-memory layout after the Q8_1 row: codes [nb][2] int4, then [nb] ActBlock.
+// Shared-memory layout after the Q8_1 row: codes [units][kCodeStride] int4, then
+// [units][kActStride] ActBlock (the last of each unit's row a pad).
+constexpr int kCodeStride = 2 * kUnitBlocks + 1;  // int4 per unit
+constexpr int kActStride = kUnitBlocks + 1;       // ActBlock per unit
 struct Smem {
   const int4* codes;
   const ActBlock* act;
 };
+__host__ __device__ constexpr int64_t code_bytes(int64_t units) { return units * kCodeStride * 16; }
+__host__ __device__ constexpr int64_t act_bytes(int64_t units) { return units * kActStride * 8; }
 
-// The dot of one 8-block unit (words w: 144 bytes of one row) with blocks b0.. of the activation.
-__device__ __forceinline__ float dot_unit(const uint4 (&w)[kUnitWords], const Smem& sm, int b0) {
+// The dot of one 8-block unit (words w: 144 bytes of one row) with unit `unit` of the activation.
+__device__ __forceinline__ float dot_unit(const uint4 (&w)[kUnitWords], const Smem& sm, int unit) {
   const uint32_t* u = reinterpret_cast<const uint32_t*>(w);
   float acc = 0.0f;
 #pragma unroll
@@ -72,8 +80,8 @@ __device__ __forceinline__ float dot_unit(const uint4 (&w)[kUnitWords], const Sm
 #pragma unroll
       for (int t = 0; t < 4; ++t) q[t] = static_cast<int>(u[w0 + 1 + t]);
     }
-    const int4 a_lo = sm.codes[2 * (b0 + j)], a_hi = sm.codes[2 * (b0 + j) + 1];
-    const ActBlock ab = sm.act[b0 + j];
+    const int4 a_lo = sm.codes[kCodeStride * unit + 2 * j], a_hi = sm.codes[kCodeStride * unit + 2 * j + 1];
+    const ActBlock ab = sm.act[kActStride * unit + j];
     // Low nibbles: elements 4t..4t+3 (codes of a_lo), high nibbles: 16+4t.. (a_hi).
     int isum = -8 * ab.sum;
     isum = __dp4a(q[0] & 0x0F0F0F0F, a_lo.x, isum);
@@ -118,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   const int units = nb / kUnitBlocks;            // U, per row
   const int k_steps = (units + kHalf - 1) / kHalf;  // steps per group
   const Smem sm{reinterpret_cast<const int4*>(smem + a.xq_smem_bytes),
-                reinterpret_cast<const ActBlock*>(smem + a.xq_smem_bytes + nb * 32)};
+                reinterpret_cast<const ActBlock*>(smem + a.xq_smem_bytes + code_bytes(units))};
 
   const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t wid = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
@@ -157,17 +165,18 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   // The split copy: codes as two int4 per block (16-byte aligned), (d_a, sum of codes) per block.
   {
     int4* codes = reinterpret_cast<int4*>(smem + a.xq_smem_bytes);
-    ActBlock* act = reinterpret_cast<ActBlock*>(smem + a.xq_smem_bytes + nb * 32);
+    ActBlock* act = reinterpret_cast<ActBlock*>(smem + a.xq_smem_bytes + code_bytes(units));
     for (int i = threadIdx.x; i < nb * 2; i += kThreads) {
-      const int* c = reinterpret_cast<const int*>(xq[i / 2].qs) + 4 * (i % 2);
-      codes[i] = make_int4(c[0], c[1], c[2], c[3]);
+      const int b = i / 2;
+      const int* c = reinterpret_cast<const int*>(xq[b].qs) + 4 * (i % 2);
+      codes[kCodeStride * (b / kUnitBlocks) + 2 * (b % kUnitBlocks) + i % 2] = make_int4(c[0], c[1], c[2], c[3]);
     }
     for (int b = threadIdx.x; b < nb; b += kThreads) {
       const int* c = reinterpret_cast<const int*>(xq[b].qs);
       int sum = 0;
 #pragma unroll
       for (int t = 0; t < 8; ++t) sum = __dp4a(c[t], 0x01010101, sum);
-      act[b] = ActBlock{qb::q8_1_ds(xq + b).x, sum};
+      act[kActStride * (b / kUnitBlocks) + b % kUnitBlocks] = ActBlock{qb::q8_1_ds(xq + b).x, sum};
     }
     __syncthreads();
   }
@@ -178,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   Cursor sc{g0, 0};
   const auto step = [&](const uint4 (&w)[kUnitWords]) {
     const int unit = hl + kHalf * sc.k;
-    if (unit < units) sum += dot_unit(w, sm, unit * kUnitBlocks);
+    if (unit < units) sum += dot_unit(w, sm, unit);
     if (sc.k == k_steps - 1) {  // the group's last step (warp-uniform): reduce and write
       float v = sum;
 #pragma unroll
@@ -206,7 +215,8 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
 template <bool kQuantize>
 void launch(const Args& a, unsigned grid, size_t smem, cudaStream_t s, const char* kernel) {
   static const bool sized = [] {  // once per kernel, before its first launch (also inside a capture)
-    const int max_smem = static_cast<int>(kMaxStreamInput / QK * (sizeof(BlockQ8_1) + 32 + sizeof(ActBlock)));
+    constexpr int64_t kUnitsMax = kMaxStreamInput / (kUnitBlocks * QK);
+    const int max_smem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1) + code_bytes(kUnitsMax) + act_bytes(kUnitsMax));
     CUDA_CHECK(cudaFuncSetAttribute(mmvq_direct_kernel<kQuantize>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     max_smem));
     return true;
@@ -225,8 +235,8 @@ void launch_direct(const Args& a, unsigned grid, cudaStream_t s) {
   for (int i = 0; i < a.n_mats; ++i)
     if ((reinterpret_cast<uintptr_t>(a.m[i].w) | reinterpret_cast<uintptr_t>(a.m[i].w_up)) % 16 != 0)
       fail("mmvq (direct): weights must be 16-byte aligned");
-  const int64_t nb = a.p.n_in / QK;
-  const size_t smem = static_cast<size_t>(a.xq_smem_bytes) + static_cast<size_t>(nb) * (32 + sizeof(ActBlock));
+  const int64_t units = a.p.n_in / (kUnitBlocks * QK);
+  const size_t smem = static_cast<size_t>(a.xq_smem_bytes + code_bytes(units) + act_bytes(units));
   if (a.xq_in) launch<false>(a, grid, smem, s, "mmvq_direct_kernel<q8_1 input>");
   else launch<true>(a, grid, smem, s, "mmvq_direct_kernel<f32 input>");
 }

@@ -219,11 +219,17 @@ std::atomic<bool>& stream_flag() {
   static std::atomic<bool> on{true};
   return on;
 }
+std::atomic<bool>& direct_flag() {
+  static std::atomic<bool> on{true};
+  return on;
+}
 
 }  // namespace
 
 bool stream_enabled() { return stream_flag().load(std::memory_order_relaxed); }
 void set_stream_enabled(bool on) { stream_flag().store(on, std::memory_order_relaxed); }
+bool direct_enabled() { return direct_flag().load(std::memory_order_relaxed); }
+void set_direct_enabled(bool on) { direct_flag().store(on, std::memory_order_relaxed); }
 
 bool stream_usable(WeightType t, int64_t n_in) {
   if (!stream_enabled() || chunk_blocks(t) == 0 || n_in < kStreamMinInput || n_in > kMaxStreamInput) return false;
@@ -280,7 +286,7 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
   const int64_t cap = kCtasPerSm * sms;
   const int64_t ctas = std::min(cap, std::min(a.n_groups, std::max(sms, ceil_div(a.n_groups, kWarps))));
   const auto grid = static_cast<unsigned>(ctas);
-  bool direct = true;
+  bool direct = direct_enabled();
   for (int i = 0; i < n_mats; ++i) direct = direct && direct_usable(mats[i].type, in.n_in);
   if (direct) return launch_direct(a, grid, s);
   if (in.x_q8_1) launch<false>(a, grid, s, "mmvq_stream_kernel<q8_1 input>");

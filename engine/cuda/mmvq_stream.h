@@ -34,6 +34,12 @@ bool stream_enabled();
 void set_stream_enabled(bool on);
 constexpr int64_t kStreamMinModelWidth = 2048;
 
+// Whether a streaming launch of Q4_0 rows of whole 8-block units takes the direct kernel
+// (mmvq_direct.cu) instead of the ring. On by default; CudaBackend turns it off with
+// MINFER_MMVQ_DIRECT=0, minfer-kernel-bench with --no-direct. Read at launch time, as above.
+bool direct_enabled();
+void set_direct_enabled(bool on);
+
 // One matrix of a streaming launch. Matvec: y = W x (+ bias), and y_res = y + residual when
 // residual is set. SwiGLU (w_up set): gate = W x, up = W_up x, y = silu(gate) * up.
 struct StreamMatrix {

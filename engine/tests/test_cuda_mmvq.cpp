@@ -6,7 +6,8 @@
 // with >= 2048 elements that are a multiple of 4 bytes stream (mmvq_stream.cu: 4-, 8- and 16-byte
 // copies, one chunk or several with a partial last one, groups of one row and of two); the others
 // (short rows, an odd number of 18/22/34-byte blocks, K-quants) take mmvq.cu's kernel, in both CTA
-// shapes.
+// shapes. Q4_0 rows of whole 8-block units (n_in a multiple of 256) stream through the direct
+// kernel (mmvq_direct.cu) and, checked too, through the ring kernel.
 //   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (quant_test_data.h's
 //      q8_1_reference: dequantize_row of both, with Q8_1's stored f16 s where the kernel uses it
 //      for the weight offset). The kernel's integer dots are exact, so what is left is f32
@@ -27,6 +28,7 @@
 #include "core/thread_pool.h"
 #include "cpu/matmul.h"
 #include "cuda/mmvq.h"
+#include "cuda/mmvq_stream.h"
 #include "cuda/quantize.h"
 #include "tests/cuda_test_util.h"
 
@@ -57,8 +59,12 @@ TEST_P(CudaMmvq, MatchesReferenceAndCpu) {
   auto dw = to_device(w, "weights");
   auto dxq = to_device(xq, "Q8_1 activations");
   auto dbias = to_device(bias, "bias");
-  for (bool with_bias : {true, false}) {
-    SCOPED_TRACE(with_bias ? "with bias" : "no bias");
+  // Q4_0 rows of whole 8-block units stream through the direct kernel by default: the ring
+  // kernel is checked on them too.
+  const std::vector<bool> directs = t == WeightType::Q4_0 ? std::vector<bool>{true, false} : std::vector<bool>{true};
+  for (bool direct : directs) for (bool with_bias : {true, false}) {
+    SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + (direct ? "" : ", ring kernel"));
+    cuda::set_direct_enabled(direct);
     const float* b = with_bias ? bias.data() : nullptr;
     auto dy = poisoned(static_cast<size_t>(n_out) * sizeof(float));
     cuda::mmvq(t, dw.get(), n_out, n_in, dxq.get(), with_bias ? dbias.as<float>() : nullptr, dy.as<float>(), nullptr);
@@ -88,6 +94,7 @@ TEST_P(CudaMmvq, MatchesReferenceAndCpu) {
       }
     EXPECT_EQ(bad, 0);
   }
+  cuda::set_direct_enabled(true);
 
   // 3. GPU quantization + mmvq == host quantization + mmvq, bit for bit
   auto dx = to_device(x, "activations");
@@ -115,6 +122,7 @@ std::vector<Case> mmvq_cases() {
       c.push_back({t, 29, 18944, WeightSource::RandomBytes});   // several chunks, the last one partial
       c.push_back({t, 9, 2176, WeightSource::RandomBytes});     // 68 blocks: 8-byte copies (Q4_0, Q5_0, Q8_0)
       c.push_back({t, 2113, 2176, WeightSource::RandomBytes});  // enough rows for groups of two (132 SMs)
+      c.push_back({t, 2113, 2304, WeightSource::RandomBytes});  // the same, in whole 8-block units (Q4_0: direct)
     } else {
       c.push_back({t, 1, 256, WeightSource::RandomBytes});
       c.push_back({t, 7, 768, WeightSource::RandomBytes});      // one warp per row

@@ -17,11 +17,12 @@
 // the float64 reference computed on the CPU from the same bytes (quant_test_data.h): error =
 // |gpu - ref| / sum_k |w_k x_k|; a case fails when an element exceeds the stated tolerance.
 //
-//   minfer-kernel-bench [--quick] [--filter SUBSTR] [--no-stream] [--json]
+//   minfer-kernel-bench [--quick] [--filter SUBSTR] [--no-stream] [--no-direct] [--json]
 // --quick: four weight types (Q4_0, Q8_0, Q4_K, Q6_K, and F16 for gemv_float), nt = 512, 5
 // replays. --filter: only the cases whose name (kernel/model/matrix/type[/ntN]) contains SUBSTR.
 // --no-stream: mmvq and the fused matvec with the kernels of before the streaming one
 // (mmvq_stream.h; by default mmvq streams wherever stream_usable allows, 0.5B shapes included).
+// --no-direct: Q4_0 streams through the ring kernel, not the direct one (mmvq_stream.h).
 // --json: the JSON document on stdout, the table on stderr. Exit: 0 every check passed, 1 error,
 // 2 a check failed, 77 no usable CUDA device (the reason on stderr).
 #include <cublas_v2.h>
@@ -474,17 +475,19 @@ class Bench {
 
 int main(int argc, char** argv) {
   try {
-    bool quick = false, json = false, stream = true;
+    bool quick = false, json = false, stream = true, direct = true;
     std::string filter;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--quick") quick = true;
       else if (a == "--json") json = true;
       else if (a == "--no-stream") stream = false;
+      else if (a == "--no-direct") direct = false;
       else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-      else fail("usage: minfer-kernel-bench [--quick] [--filter SUBSTR] [--no-stream] [--json] (unknown or incomplete option '", a, "')");
+      else fail("usage: minfer-kernel-bench [--quick] [--filter SUBSTR] [--no-stream] [--no-direct] [--json] (unknown or incomplete option '", a, "')");
     }
     cuda::set_stream_enabled(stream);
+    cuda::set_direct_enabled(direct);
     std::string why;
     if (!cuda::device_usable(&why)) {
       std::fprintf(stderr, "minfer-kernel-bench: no CUDA device: %s\n", why.c_str());
