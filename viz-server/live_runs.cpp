@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -16,6 +15,7 @@
 #include "cli/backend_choice.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "event_log.h"
 #include "exec/generate.h"
 #include "gguf/gguf_reader.h"
 #include "graph_json.h"
@@ -36,35 +36,7 @@ constexpr int kMaxTokens = 4096;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// The events of one run, kept whole so a listener that connects late (or reconnects) gets
-// them all; a listener waits on the condition variable for more.
-class EventLog {
- public:
-  void push(const std::string& type, const json& data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back("event: " + type + "\ndata: " + dump(data) + "\n\n");
-    cv_.notify_all();
-  }
-  void close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    cv_.notify_all();
-  }
-  // Events from index `from`; waits up to `wait` for one. `done` when closed and all read.
-  std::vector<std::string> read(size_t from, std::chrono::milliseconds wait, bool& done) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, wait, [&] { return events_.size() > from || closed_; });
-    std::vector<std::string> out(events_.begin() + static_cast<std::ptrdiff_t>(std::min(from, events_.size())), events_.end());
-    done = closed_ && from + out.size() >= events_.size();
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events_;
-  bool closed_ = false;
-};
+void push(EventLog& log, const std::string& type, const json& data) { log.push(type, dump(data)); }
 
 struct Cancelled {};
 
@@ -84,7 +56,7 @@ class LiveObserver final : public Observer {
   LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
   void on_graph(const Graph& g) override {
     rec_->on_graph(g);
-    run_.log->push("graph", {{"graph", trace::graph_to_json(g)}});
+    push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});
   }
   void on_step_begin(const Graph& g, const StepInfo& s) override {
     // The step boundary is where a cancel takes effect: the trace keeps whole steps only.
@@ -92,7 +64,7 @@ class LiveObserver final : public Observer {
     rec_->on_step_begin(g, s);
     json toks = json::array();
     for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", tok_.token_bytes(id)}});
-    run_.log->push("step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
+    push(*run_.log, "step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
                             {"graph", s.phase == Phase::Prefill ? "prefill" : "decode"}, {"pos", s.pos0}, {"tokens", toks}});
     step_ = s.step;
   }
@@ -117,7 +89,7 @@ class LiveObserver final : public Observer {
     } else {
       ev["no_output"] = true;
     }
-    run_.log->push("node", ev);
+    push(*run_.log, "node", ev);
   }
   void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
     StepLogits l;
@@ -147,13 +119,13 @@ class LiveObserver final : public Observer {
     json tj = json::array();
     for (int32_t id : top)
       tj.push_back({{"id", id}, {"text", tok_.token_bytes(id)}, {"p", std::exp(static_cast<double>(logits[id] - mx)) / z}});
-    run_.log->push("token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
+    push(*run_.log, "token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
                              {"p", std::exp(static_cast<double>(logits[chosen] - mx)) / z}, {"top", tj}});
   }
   void on_step_end(const StepInfo& s, double seconds) override {
     rec_->on_step_end(s, seconds);
     step_seconds.push_back(seconds);
-    run_.log->push("step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
+    push(*run_.log, "step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
   }
   void flush() override { rec_->flush(); }
   bool caught_up() override { return rec_->caught_up(); }
@@ -270,7 +242,7 @@ class LiveRuns {
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
     run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
     json meta = run_meta(model, lm, *be, prompt, so, max_tokens);
-    run->log->push("start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
+    push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
     current_ = run;
@@ -395,7 +367,7 @@ class LiveRuns {
     // Finished (trace saved, recorder gone) before the last event goes out: a client that
     // starts the next run on "done" or "error" must not be told this one is still busy.
     run.finished = true;
-    run.log->push(last_type, last);
+    push(*run.log, last_type, last);
     run.log->close();
   }
 
@@ -438,7 +410,7 @@ void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns
         auto events = run->log->read(*next, std::chrono::milliseconds(1000), done);
         if (events.empty() && !done) return sink.write(": ping\n\n", 9);  // keeps the connection checked
         for (const auto& e : events) {
-          if (!sink.write(e.data(), e.size())) return false;  // the page went away
+          if (!sink.write(e->data(), e->size())) return false;  // the page went away
           ++*next;
         }
         if (done) sink.done();
