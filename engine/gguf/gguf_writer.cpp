@@ -85,13 +85,15 @@ void encode_value(Bytes& b, const GGUFValue& v, const std::string& what, int lev
       if (level + 1 > kGGUFMaxArrayNesting)
         fail(what, ": arrays nested deeper than ", kGGUFMaxArrayNesting, " levels");
       b.put<uint32_t>(static_cast<uint32_t>(v.elem_type));
-      b.put<uint64_t>(v.arr.size());
-      for (size_t k = 0; k < v.arr.size(); ++k) {
-        if (v.arr[k].type != v.elem_type)
-          fail(what, ": element ", k, " has type ", gguf_value_type_name(v.arr[k].type),
+      b.put<uint64_t>(v.size());
+      uint64_t k = 0;
+      v.for_each([&](const GGUFValue& e) {
+        if (e.type != v.elem_type)
+          fail(what, ": element ", k, " has type ", gguf_value_type_name(e.type),
                " in an array of ", gguf_value_type_name(v.elem_type));
-        encode_value(b, v.arr[k], what, level + 1);
-      }
+        encode_value(b, e, what, level + 1);
+        ++k;
+      });
       return;
     }
   }
