@@ -53,6 +53,17 @@ TEST(VizArgs, BadPortsNameTheFlagAndTheValue) {
   EXPECT_EQ(parse_viz_args({"--port", "65535", "--traces", a.path().string()}).port, 65535);
 }
 
+TEST(VizArgs, MaxStepsIsACheckedCount) {
+  TempDir a("args-steps");
+  EXPECT_EQ(parse_viz_args({"--traces", a.path().string()}).max_steps, kDefaultMaxSteps);
+  EXPECT_EQ(parse_viz_args({"--max-steps", "1000000", "--traces", a.path().string()}).max_steps, 1000000u);
+  for (const std::string& bad : std::vector<std::string>{"0", "-5", "1e6", "x", "99999999999"}) {
+    std::string msg = error_of({"--max-steps", bad, "--traces", a.path().string()});
+    EXPECT_NE(msg.find("--max-steps"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos) << msg;
+  }
+}
+
 TEST(VizArgs, MissingValuesUnknownFlagsAndMissingDirsAreErrors) {
   EXPECT_NE(error_of({"--port"}).find("needs a value"), std::string::npos);
   EXPECT_NE(error_of({"--bogus"}).find("unknown argument '--bogus'"), std::string::npos);

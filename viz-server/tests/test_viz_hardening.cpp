@@ -56,6 +56,34 @@ TEST_F(VizHardening, CompareOfATraceMissingAFieldOrWithAnOutOfRangeNumberIs422) 
   EXPECT_EQ(r->body.find(traces.path().string()), std::string::npos) << "a server path in " << r->body;
 }
 
+// Issue 31, item 6: a trace of 1,000,000 tiny steps made the server build a 225 MB slice index
+// (6.1 GB resident) and time out /api/compare. What one request may build is bounded by the
+// number of steps (--max-steps, default 100,000); beyond it the answer is 413 naming the limit
+// and the flag, before anything per step is built.
+TEST_F(VizHardening, TracesWithMoreStepsThanTheLimitAreRefusedNamingTheFlag) {
+  std::string text = json::parse(mmq_text).dump();
+  const std::string steps_key = "\"steps\":[";
+  const size_t at = text.find(steps_key);
+  ASSERT_NE(at, std::string::npos);
+  std::string more;
+  const std::string one = R"({"nodes":[],"kernels":[]})";  // only the count matters here
+  for (int k = 0; k < 100001; ++k) (more += one) += ',';
+  text.insert(at + steps_key.size(), more);
+  write_file(traces.path() / "many-steps.json", text);
+  auto cli = client();
+  for (const char* url : {"/api/slices/many-steps.json/index", "/api/slices/many-steps.json/steps/0",
+                          "/api/compare?a=many-steps.json&b=tiny-mmq.json"}) {
+    auto r = cli.Get(url);
+    ASSERT_TRUE(r) << url;
+    EXPECT_EQ(r->status, 413) << url << ": " << error_text(r);
+    EXPECT_NE(error_text(r).find("many-steps.json has more than 100000 steps"), std::string::npos) << url << ": " << error_text(r);
+    EXPECT_NE(error_text(r).find("--max-steps"), std::string::npos) << url << ": " << error_text(r);
+  }
+  auto r = cli.Get("/api/slices/tiny-mmq.json/index");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
 // Defects 2, 3 and 9: what the reader refuses, the list shows as an error, and nothing
 // inflates past the cap.
 TEST_F(VizHardening, DeepBombedAndCorruptTracesAreListedWithTheirError) {
