@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "recorder.h"
 #include "sha256.h"
+#include "step_journal.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
 
@@ -335,8 +336,13 @@ class LiveRuns {
     // The page connects right after it started the run: give it a moment, so the prefill's
     // nodes are streamed too (per-node events exist only while someone listens).
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The recorder's .partial (and journal) while the run goes on; removed unless the trace is
+    // saved: a failed run, or one cancelled before its first step, leaves no file.
+    std::string partial;
+    bool saved = false;
     try {
       trace::Recorder rec(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
+      partial = rec.partial_path();
       LiveObserver obs(rec.observer(), run, tok);
       std::string text;
       std::vector<int32_t> gen;
@@ -353,16 +359,24 @@ class LiveRuns {
       }
       json decode_ms = json::array();
       for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
-      rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
-                  {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
-                  {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
-      last = {{"id", run.id}, {"trace", run.trace_name}, {"cancelled", cancelled},
+      if (!obs.step_seconds.empty()) {
+        rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
+                    {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
+                    {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
+        saved = true;
+      }
+      last = {{"id", run.id}, {"trace", saved ? json(run.trace_name) : json(nullptr)}, {"cancelled", cancelled},
               {"steps", obs.step_seconds.size()}, {"generated", r.generated.size()}, {"text", text},
               {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}};
       last_type = "done";
     } catch (const std::exception& e) {
       last_type = "error";
       last = {{"id", run.id}, {"message", e.what()}};
+    }
+    if (!saved && !partial.empty()) {
+      std::error_code ec;
+      fs::remove(partial, ec);
+      fs::remove(trace::journal_path_for(partial), ec);
     }
     // Finished (trace saved, recorder gone) before the last event goes out: a client that
     // starts the next run on "done" or "error" must not be told this one is still busy.
