@@ -210,6 +210,7 @@ class LiveRuns {
     so.temperature = static_cast<float>(num("temperature", 0.7, 0, 10));
     so.top_k = static_cast<int>(num("top_k", 40, 0, 1000000));
     so.top_p = static_cast<float>(num("top_p", 0.95, 0, 1));
+    if (so.top_p == 0) throw HttpError{400, "run: 'top_p' is 0; it must be above 0 and at most 1 (1 keeps every token)"};
     so.repeat_penalty = static_cast<float>(num("repeat_penalty", 1.1, 0.5, 5));
     so.seed = static_cast<uint64_t>(num("seed", 1, 0, 9007199254740991.0));
     const std::string backend = str("backend", "cpu"), path = str("matmul_path", "mmq");

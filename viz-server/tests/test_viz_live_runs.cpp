@@ -88,6 +88,18 @@ std::vector<std::string> files_in(const fs::path& dir) {
   return out;
 }
 
+// Issue 31, item 9: top_p 0 was accepted, then the run failed naming the CLI's --top-p.
+TEST_F(VizLiveRuns, TopPZeroIsRefusedNamingTheField) {
+  auto cli = client();
+  const json body = {{"prompt", "hi"}, {"max_tokens", 1}, {"top_p", 0}};
+  auto r = cli.Post("/api/run", {{"Origin", "http://127.0.0.1:" + std::to_string(server->port())}}, body.dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("'top_p' is 0"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("--top-p"), std::string::npos) << r->body;
+}
+
 // Issue 31, item 9: a run cancelled before its first step saved a 0-step "complete" trace.
 TEST_F(VizLiveRuns, ARunCancelledBeforeItsFirstStepSavesNothing) {
   auto cli = client();
