@@ -1,6 +1,5 @@
 #include "viz_args.h"
 
-#include <charconv>
 #include <filesystem>
 
 #include "core/error.h"
@@ -11,15 +10,6 @@ namespace fs = std::filesystem;
 
 namespace minfer::viz {
 namespace {
-
-int parse_port(const std::string& text) {
-  int port = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < 0 ||
-      port > 65535)
-    fail("minfer-viz: --port: '", text, "' is not a port number (0-65535)");
-  return port;
-}
 
 void require_dir(const std::string& flag, const std::string& dir) {
   std::error_code ec;
@@ -60,7 +50,7 @@ VizArgs parse_viz_args(const std::vector<std::string>& args) {
       if (value.empty()) fail("minfer-viz: --host: empty address");
       out.host = value;
     } else if (flag == "--port") {
-      out.port = parse_port(value);
+      out.port = static_cast<int>(parse_int(value, "minfer-viz: --port", 0, 65535));
     } else if (flag == "--max-trace-bytes") {
       out.max_trace_bytes = trace::parse_byte_size(value, "minfer-viz: --max-trace-bytes");
     } else if (flag == "--max-steps") {
