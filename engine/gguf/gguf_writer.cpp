@@ -2,6 +2,8 @@
 // "<path>.tmp" and renamed into place; any failure removes the temp file and throws.
 #include "gguf/gguf_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -100,16 +102,38 @@ void encode_value(Bytes& b, const GGUFValue& v, const std::string& what, int lev
   fail(what, ": invalid value type id ", static_cast<uint32_t>(v.type));
 }
 
-// Deletes the temp file unless the write completed and was renamed into place.
+// Deletes the temp file it created unless the write completed and was renamed into place.
 struct TempFile {
   std::string path;
   FILE* f = nullptr;
+  bool created = false;  // false: whatever is at the path is not ours to remove
   bool committed = false;
   ~TempFile() {
     if (f) std::fclose(f);
-    if (!committed) std::remove(path.c_str());
+    if (created && !committed) std::remove(path.c_str());
   }
 };
+
+// Creates the temp file new (O_EXCL | O_NOFOLLOW): a symlink there is refused, never written
+// through; a regular file there is a killed writer's leftover and is replaced. nullptr + errno
+// on other failures.
+FILE* create_temp(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      FILE* f = ::fdopen(fd, "wb");
+      if (!f) ::close(fd);
+      return f;
+    }
+    if (errno != EEXIST) return nullptr;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      fail("'", path, "' is a symlink or not a regular file; refusing to write through it (remove it)");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return nullptr;
+  }
+  errno = EEXIST;  // another writer recreated it at once
+  return nullptr;
+}
 
 }  // namespace
 
@@ -223,8 +247,9 @@ void GGUFWriter::write(const std::string& path) const {
     int e = errno;
     fail(path, ": ", step, " '", tmp.path, "' failed: ", std::strerror(e));
   };
-  tmp.f = std::fopen(tmp.path.c_str(), "wb");
+  tmp.f = create_temp(tmp.path);
   if (!tmp.f) io_fail("creating");
+  tmp.created = true;
   auto put = [&](const void* p, size_t n) {
     if (n && std::fwrite(p, 1, n, tmp.f) != n) io_fail("writing");
   };
