@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -82,6 +86,37 @@ TEST_F(VizHardening, TracesWithMoreStepsThanTheLimitAreRefusedNamingTheFlag) {
   auto r = cli.Get("/api/slices/tiny-mmq.json/index");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// Issue 31, item 9: a restarted server never listed the valid .partial a killed recorder left,
+// and a kill during the final compression leaves a .gz.tmp beside it. The partial is listed and
+// served once no writer holds it; the temporary never is; a partial a run still writes is not.
+TEST_F(VizHardening, AKilledRunsPartialIsListedAndItsTemporariesAreNot) {
+  json killed = json::parse(mmq_text);
+  killed["complete"] = false;
+  killed.erase("timings");
+  write_file(traces.path() / "killed.json.gz.partial", killed.dump());
+  write_file(traces.path() / "killed.json.gz.partial.gz.tmp", gz_bytes.substr(0, gz_bytes.size() / 2));
+  write_file(traces.path() / "writing.json.partial", killed.dump());
+  const int held = ::open((traces.path() / "writing.json.partial").c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as a recorder holds the file it writes
+  auto cli = client();
+  const json entry = list_entry(cli, "killed.json.gz.partial");
+  ASSERT_FALSE(entry.is_null()) << "the killed run's partial is not listed";
+  EXPECT_FALSE(entry.contains("error") && !entry["error"].is_null()) << entry.dump();
+  EXPECT_EQ(entry["complete"], false);
+  EXPECT_TRUE(list_entry(cli, "killed.json.gz.partial.gz.tmp").is_null());
+  EXPECT_TRUE(list_entry(cli, "writing.json.partial").is_null()) << "a partial a writer holds is listed";
+  auto r = cli.Get("/api/traces/killed.json.gz.partial");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["complete"], false);
+  r = cli.Get("/api/traces/killed.json.gz.partial.gz.tmp");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->status, 200);
+  ::close(held);
+  EXPECT_FALSE(list_entry(cli, "writing.json.partial").is_null()) << "once its writer is gone, it is listed";
 }
 
 // Defects 2, 3 and 9: what the reader refuses, the list shows as an error, and nothing
