@@ -50,6 +50,20 @@ bool is_special_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
 }
 
+void check_output_target(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) fail(path, ": is a directory; a trace or output goes to a file");
+  if (!S_ISCHR(st.st_mode)) return;
+  const int fd = open_special(path);
+  if (::write(fd, "", 0) < 0) {
+    const int e = errno;
+    ::close(fd);
+    fail(path, ": cannot write: ", std::strerror(e));
+  }
+  ::close(fd);
+}
+
 void write_output_file(const std::string& path, std::string_view text) {
   if (path == "-") return write_stdout(text);
   if (is_special_file(path)) {

@@ -13,6 +13,12 @@ namespace minfer::trace {
 // True when `path` names something that exists and is not a regular file (symlinks followed).
 bool is_special_file(const std::string& path);
 
+// Checks, before anything is written, that `path` can take a file: not a directory, and a
+// character device takes a write (probed with a write of 0 bytes: /dev/full refuses it,
+// /dev/null takes it). Missing and regular files, FIFOs and sockets are not probed. Throws
+// Error naming the path.
+void check_output_target(const std::string& path);
+
 // Writes `text` to `path` ("-" = standard output). Throws Error naming the path and the reason.
 void write_output_file(const std::string& path, std::string_view text);
 

@@ -65,6 +65,7 @@ std::string partial_path_for(const std::string& final_path) {
 }  // namespace
 
 TraceFile::TraceFile(std::string final_path) : final_(std::move(final_path)) {
+  check_output_target(final_);  // before the run, not after it
   partial_ = partial_path_for(final_);
   fd_ = claim_file(partial_);
 }

@@ -15,7 +15,8 @@ class TraceFile {
  public:
   // Creates "<final_path>.partial" and holds it (exclusive_file.h: a symlink there is refused;
   // while this writer holds it a second writer of the path is refused; a killed run's file is
-  // replaced); throws Error naming it when that fails.
+  // replaced); throws Error naming it when that fails. A directory, or a device that refuses
+  // writes (/dev/full), is refused first (output_file.h: check_output_target).
   explicit TraceFile(std::string final_path);
   ~TraceFile();  // close(); an unfinished .partial stays as it is (like a crash would leave it)
   TraceFile(const TraceFile&) = delete;

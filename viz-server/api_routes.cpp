@@ -69,6 +69,8 @@ void handle_compare(const httplib::Request& req, httplib::Response& res, VizCont
   if (!b) return;
   std::string key = "compare|" + identity(*a) + "|" + identity(*b);
   try {
+    check_step_limit(*a, ctx);
+    check_step_limit(*b, ctx);
     Body body = ctx.bodies.get(key, [&] { return compare_traces_json(ctx.traces, *a, *b); });
     res.set_header("Cache-Control", "no-cache");
     res.set_header("Vary", "Accept-Encoding");
@@ -79,6 +81,8 @@ void handle_compare(const httplib::Request& req, httplib::Response& res, VizCont
     } else {
       send_body(res, body, "application/json");
     }
+  } catch (const LimitExceeded& e) {
+    send_error(res, 413, e.what());
   } catch (const Error& e) {  // different models/graphs, a trace that does not parse
     send_error(res, 422, e.what());
   }

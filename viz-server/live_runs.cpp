@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -16,6 +15,7 @@
 #include "cli/backend_choice.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "event_log.h"
 #include "exec/generate.h"
 #include "gguf/gguf_reader.h"
 #include "graph_json.h"
@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "recorder.h"
 #include "sha256.h"
+#include "step_journal.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
 
@@ -36,35 +37,7 @@ constexpr int kMaxTokens = 4096;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// The events of one run, kept whole so a listener that connects late (or reconnects) gets
-// them all; a listener waits on the condition variable for more.
-class EventLog {
- public:
-  void push(const std::string& type, const json& data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back("event: " + type + "\ndata: " + dump(data) + "\n\n");
-    cv_.notify_all();
-  }
-  void close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    cv_.notify_all();
-  }
-  // Events from index `from`; waits up to `wait` for one. `done` when closed and all read.
-  std::vector<std::string> read(size_t from, std::chrono::milliseconds wait, bool& done) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, wait, [&] { return events_.size() > from || closed_; });
-    std::vector<std::string> out(events_.begin() + static_cast<std::ptrdiff_t>(std::min(from, events_.size())), events_.end());
-    done = closed_ && from + out.size() >= events_.size();
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events_;
-  bool closed_ = false;
-};
+void push(EventLog& log, const std::string& type, const json& data) { log.push(type, dump(data)); }
 
 struct Cancelled {};
 
@@ -84,7 +57,7 @@ class LiveObserver final : public Observer {
   LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
   void on_graph(const Graph& g) override {
     rec_->on_graph(g);
-    run_.log->push("graph", {{"graph", trace::graph_to_json(g)}});
+    push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});
   }
   void on_step_begin(const Graph& g, const StepInfo& s) override {
     // The step boundary is where a cancel takes effect: the trace keeps whole steps only.
@@ -92,7 +65,7 @@ class LiveObserver final : public Observer {
     rec_->on_step_begin(g, s);
     json toks = json::array();
     for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", tok_.token_bytes(id)}});
-    run_.log->push("step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
+    push(*run_.log, "step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
                             {"graph", s.phase == Phase::Prefill ? "prefill" : "decode"}, {"pos", s.pos0}, {"tokens", toks}});
     step_ = s.step;
   }
@@ -117,7 +90,7 @@ class LiveObserver final : public Observer {
     } else {
       ev["no_output"] = true;
     }
-    run_.log->push("node", ev);
+    push(*run_.log, "node", ev);
   }
   void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
     StepLogits l;
@@ -147,13 +120,13 @@ class LiveObserver final : public Observer {
     json tj = json::array();
     for (int32_t id : top)
       tj.push_back({{"id", id}, {"text", tok_.token_bytes(id)}, {"p", std::exp(static_cast<double>(logits[id] - mx)) / z}});
-    run_.log->push("token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
+    push(*run_.log, "token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
                              {"p", std::exp(static_cast<double>(logits[chosen] - mx)) / z}, {"top", tj}});
   }
   void on_step_end(const StepInfo& s, double seconds) override {
     rec_->on_step_end(s, seconds);
     step_seconds.push_back(seconds);
-    run_.log->push("step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
+    push(*run_.log, "step_end", {{"step", s.step}, {"time_ms", seconds * 1e3}});
   }
   void flush() override { rec_->flush(); }
   bool caught_up() override { return rec_->caught_up(); }
@@ -237,6 +210,7 @@ class LiveRuns {
     so.temperature = static_cast<float>(num("temperature", 0.7, 0, 10));
     so.top_k = static_cast<int>(num("top_k", 40, 0, 1000000));
     so.top_p = static_cast<float>(num("top_p", 0.95, 0, 1));
+    if (so.top_p == 0) throw HttpError{400, "run: 'top_p' is 0; it must be above 0 and at most 1 (1 keeps every token)"};
     so.repeat_penalty = static_cast<float>(num("repeat_penalty", 1.1, 0.5, 5));
     so.seed = static_cast<uint64_t>(num("seed", 1, 0, 9007199254740991.0));
     const std::string backend = str("backend", "auto"), path = str("matmul_path", "mmq");
@@ -270,7 +244,7 @@ class LiveRuns {
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
     run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
     json meta = run_meta(model, lm, *be, prompt, so, max_tokens);
-    run->log->push("start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
+    push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
     current_ = run;
@@ -363,8 +337,13 @@ class LiveRuns {
     // The page connects right after it started the run: give it a moment, so the prefill's
     // nodes are streamed too (per-node events exist only while someone listens).
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The recorder's .partial (and journal) while the run goes on; removed unless the trace is
+    // saved: a failed run, or one cancelled before its first step, leaves no file.
+    std::string partial;
+    bool saved = false;
     try {
       trace::Recorder rec(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
+      partial = rec.partial_path();
       LiveObserver obs(rec.observer(), run, tok);
       std::string text;
       std::vector<int32_t> gen;
@@ -381,10 +360,13 @@ class LiveRuns {
       }
       json decode_ms = json::array();
       for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
-      rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
-                  {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
-                  {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
-      last = {{"id", run.id}, {"trace", run.trace_name}, {"cancelled", cancelled},
+      if (!obs.step_seconds.empty()) {
+        rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
+                    {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
+                    {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
+        saved = true;
+      }
+      last = {{"id", run.id}, {"trace", saved ? json(run.trace_name) : json(nullptr)}, {"cancelled", cancelled},
               {"steps", obs.step_seconds.size()}, {"generated", r.generated.size()}, {"text", text},
               {"prefill_tok_s", r.prefill_tok_s()}, {"decode_tok_s", r.decode_tok_s()}};
       last_type = "done";
@@ -392,10 +374,15 @@ class LiveRuns {
       last_type = "error";
       last = {{"id", run.id}, {"message", e.what()}};
     }
+    if (!saved && !partial.empty()) {
+      std::error_code ec;
+      fs::remove(partial, ec);
+      fs::remove(trace::journal_path_for(partial), ec);
+    }
     // Finished (trace saved, recorder gone) before the last event goes out: a client that
     // starts the next run on "done" or "error" must not be told this one is still busy.
     run.finished = true;
-    run.log->push(last_type, last);
+    push(*run.log, last_type, last);
     run.log->close();
   }
 
@@ -438,7 +425,7 @@ void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns
         auto events = run->log->read(*next, std::chrono::milliseconds(1000), done);
         if (events.empty() && !done) return sink.write(": ping\n\n", 9);  // keeps the connection checked
         for (const auto& e : events) {
-          if (!sink.write(e.data(), e.size())) return false;  // the page went away
+          if (!sink.write(e->data(), e->size())) return false;  // the page went away
           ++*next;
         }
         if (done) sink.done();

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
     config.web_dir = args.web_dir;
     config.models = args.models;
     config.max_trace_bytes = args.max_trace_bytes;
+    config.max_steps = args.max_steps;
     VizServer server(config);
     server.bind();
     std::thread waiter([&] {

@@ -1,6 +1,11 @@
 #include "trace_index.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include "core/error.h"
@@ -11,12 +16,30 @@ using nlohmann::json;
 
 namespace minfer::viz {
 
+namespace {
+
+bool ends_with(const std::string& name, std::string_view suffix) {
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A recorder holds (flock) the .partial it writes until the trace is in place; a killed one's
+// lock is gone with it.
+bool held_by_a_writer(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock at once
+  return held;
+}
+
+}  // namespace
+
 bool has_trace_suffix(const std::string& name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() > suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz");
+  return ends_with(name, ".json") || ends_with(name, ".json.gz") || is_partial_trace_name(name);
+}
+
+bool is_partial_trace_name(const std::string& name) {
+  return ends_with(name, ".json.partial") || ends_with(name, ".json.gz.partial");
 }
 
 TraceIndex::TraceIndex(const std::vector<std::string>& dirs, uint64_t max_trace_bytes)
@@ -41,6 +64,9 @@ std::optional<TraceEntry> TraceIndex::stat_trace(const fs::path& dir,
   if (!is_plain_file_name(name) || !has_trace_suffix(name)) return std::nullopt;
   std::optional<fs::path> real = resolve_inside(dir, name);
   if (!real) return std::nullopt;
+  // A partial trace is offered once its writer is gone (a killed run's file, readable up to
+  // its last whole step); the one a run is still writing is not.
+  if (is_partial_trace_name(name) && held_by_a_writer(*real)) return std::nullopt;
   std::error_code ec;
   TraceEntry f;
   f.name = name;

@@ -1,5 +1,5 @@
-// The traces the server offers: every *.json / *.json.gz directly inside the trace
-// directories, with parsed summaries cached by path + mtime + size.
+// The traces the server offers: every *.json / *.json.gz (and the .partial a killed recorder
+// left) directly inside the trace directories, with parsed summaries cached by path + mtime + size.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -71,7 +71,10 @@ class TraceIndex {
   std::map<std::filesystem::path, CacheEntry> cache_;
 };
 
-// True for names ending in .json or .json.gz.
+// True for names ending in .json or .json.gz, or in .partial after those (a recorder's streamed
+// file, offered once no writer holds it: what a killed run left). Temporaries (a .gz.tmp a kill
+// during the final compression left) are none of these, so never listed or served.
 bool has_trace_suffix(const std::string& name);
+bool is_partial_trace_name(const std::string& name);
 
 }  // namespace minfer::viz

@@ -14,6 +14,7 @@
 #include "trace_input.h"
 #include "http_util.h"
 #include "path_safety.h"
+#include "request_limits.h"
 #include "trace_response.h"
 #include "viz_context.h"
 
@@ -92,8 +93,8 @@ struct Scanned {
 std::mutex mu;
 std::map<std::string, std::shared_ptr<const Scanned>> cache;
 
-std::shared_ptr<const Scanned> scanned(const TraceEntry& file, const trace::ReadOptions& read) {
-  const std::string key = identity(file);
+std::shared_ptr<const Scanned> scanned(const TraceEntry& file, const trace::ReadOptions& read, uint64_t max_steps) {
+  const std::string key = identity(file) + "|" + std::to_string(max_steps);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
@@ -101,7 +102,7 @@ std::shared_ptr<const Scanned> scanned(const TraceEntry& file, const trace::Read
   }
   auto sc = std::make_shared<Scanned>();
   sc->text = trace::read_trace_text(file.path.string(), read);  // inflated, within the server's cap
-  sc->layout = scan_trace_layout(sc->text, file.name);
+  sc->layout = scan_trace_layout(sc->text, file.name, max_steps);
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() >= 3) cache.erase(cache.begin());
   cache[key] = sc;
@@ -112,12 +113,12 @@ std::shared_ptr<const Scanned> scanned(const TraceEntry& file, const trace::Read
 // opens one does not wait for the scan (a 50 MB trace takes a few hundred ms on 2 cores).
 class Warmer {
  public:
-  void start(std::vector<std::pair<TraceEntry, trace::ReadOptions>> files) {
+  void start(std::vector<std::pair<TraceEntry, trace::ReadOptions>> files, uint64_t max_steps) {
     if (thread_.joinable()) return;
-    thread_ = std::thread([this, files = std::move(files)] {
+    thread_ = std::thread([this, files = std::move(files), max_steps] {
       for (const auto& [f, read] : files) {
         if (stop_) return;
-        try { scanned(f, read); } catch (const std::exception&) { /* reported when requested */ }
+        try { scanned(f, read, max_steps); } catch (const std::exception&) { /* reported when requested */ }
       }
     });
   }
@@ -154,7 +155,7 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
   auto file = ctx.traces.find(name);
   if (!file) { send_error(res, 404, "slices: no trace named '" + name + "'"); return; }
   try {
-    auto sc = scanned(*file, ctx.traces.read_options(*file));
+    auto sc = scanned(*file, ctx.traces.read_options(*file), ctx.max_steps);
     if (sc->layout.version != 2 && sc->layout.version != 3) {
       send_error(res, 422, "slices: " + name + " is a version-" + std::to_string(sc->layout.version) +
                                " trace; per-step slices exist for versions 2 and 3 (load the whole file)");
@@ -174,6 +175,9 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
       return;
     }
     send_cached(req, res, ctx, base + k, [&] { return slice_step(sc->text, sc->layout, step); });
+  } catch (const LimitExceeded& e) {
+    res.headers.clear();
+    send_error(res, 413, e.what());
   } catch (const Error& e) {
     res.headers.clear();
     send_error(res, 422, e.what());
@@ -182,7 +186,7 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
 
 }  // namespace
 
-TraceLayout scan_trace_layout(std::string_view text, const std::string& what) {
+TraceLayout scan_trace_layout(std::string_view text, const std::string& what, uint64_t max_steps) {
   Scanner sc{text, what};
   TraceLayout out;
   bool have_steps = false;
@@ -196,6 +200,10 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what) {
       sc.ws();
       if (sc.i < text.size() && text[sc.i] == ']') { ++sc.i; return; }
       for (;;) {
+        if (out.steps.size() == max_steps)
+          throw LimitExceeded(what + " has more than " + std::to_string(max_steps) +
+                              " steps, the most this server slices or compares in one trace (start minfer-viz with "
+                              "--max-steps N to raise it)");
         StepRanges r;
         sc.members([&](std::string_view k) {
           auto range = sc.value();
@@ -242,13 +250,17 @@ std::string slice_step(std::string_view text, const TraceLayout& layout, size_t 
   return "{\"step\":" + std::to_string(step) + ",\"nodes\":" + part(r.nodes) + ",\"kernels\":" + part(r.kernels) + "}";
 }
 
+void check_step_limit(const TraceEntry& file, VizContext& ctx) {
+  scanned(file, ctx.traces.read_options(file), ctx.max_steps);
+}
+
 void register_slice_routes(httplib::Server& server, VizContext& ctx) {
   std::vector<TraceEntry> files = ctx.traces.files();
   std::sort(files.begin(), files.end(), [](const TraceEntry& a, const TraceEntry& b) { return a.size > b.size; });
   if (files.size() > 3) files.resize(3);  // the cache holds three
   std::vector<std::pair<TraceEntry, trace::ReadOptions>> warm;
   for (const auto& f : files) warm.emplace_back(f, ctx.traces.read_options(f));
-  warmer.start(std::move(warm));
+  warmer.start(std::move(warm), ctx.max_steps);
   server.Get(R"(/api/slices/([^/]+)/(index|steps/[^/]*))",
              [&ctx](const auto& req, auto& res) { handle_slice(req, res, ctx); });
 }

@@ -7,6 +7,7 @@
 // from the shared BodyCache. A version-1 trace answers 422 (the page then loads it whole).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,10 +29,16 @@ struct TraceLayout {
   std::vector<StepRanges> steps;
 };
 
-// Throws minfer::Error naming `what` when the text is not a JSON object with a steps array.
-TraceLayout scan_trace_layout(std::string_view text, const std::string& what);
+// Throws minfer::Error naming `what` when the text is not a JSON object with a steps array, and
+// LimitExceeded (request_limits.h) at its step number max_steps + 1, before recording it.
+TraceLayout scan_trace_layout(std::string_view text, const std::string& what, uint64_t max_steps);
 std::string slice_index(std::string_view text, const TraceLayout& layout);
 std::string slice_step(std::string_view text, const TraceLayout& layout, size_t step);
+
+struct TraceEntry;
+// Throws LimitExceeded when `file` has more than ctx.max_steps steps (/api/compare asks before
+// it loads two traces whole). The scan is the slices' own, cached.
+void check_step_limit(const TraceEntry& file, VizContext& ctx);
 
 void register_slice_routes(httplib::Server& server, VizContext& ctx);
 

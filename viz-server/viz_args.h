@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "request_limits.h"
+
 namespace minfer::viz {
 
 struct VizArgs {
@@ -13,6 +15,7 @@ struct VizArgs {
   std::vector<std::string> models;          // --model: live runs with these GGUF files
   std::string web_dir;                      // built web app (index.html); "" = API only
   uint64_t max_trace_bytes = 0;             // 0: MINFER_TRACE_MAX_BYTES or the default
+  uint64_t max_steps = kDefaultMaxSteps;    // steps of one trace sliced or compared
   bool help = false;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "body_cache.h"
+#include "request_limits.h"
 #include "trace_index.h"
 
 namespace minfer::viz {
@@ -18,6 +19,7 @@ struct VizContext {
   TraceIndex traces;
   std::optional<std::filesystem::path> web_root;  // canonical; nullopt = API only
   BodyCache bodies;                               // re-encoded traces and comparison results
+  uint64_t max_steps = kDefaultMaxSteps;          // --max-steps (request_limits.h)
   std::vector<std::string> models;                // --model files: live runs (live_runs.h)
   std::shared_ptr<class LiveRuns> live;           // null without models
 };

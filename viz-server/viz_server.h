@@ -22,6 +22,7 @@ struct VizConfig {
   size_t threads = 8;                 // threads kept ready for connections
   size_t max_threads = 256;           // connections served at once (more wait in a queue)
   uint64_t max_trace_bytes = trace::kDefaultMaxTraceBytes;  // JSON text read from one trace
+  uint64_t max_steps = kDefaultMaxSteps;  // steps of one trace sliced or compared (request_limits.h)
   // A connection that sends nothing (reading) or takes nothing (writing) for this long is
   // closed; so is an idle keep-alive connection.
   std::chrono::milliseconds read_timeout{5000}, write_timeout{5000};

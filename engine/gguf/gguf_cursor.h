@@ -37,6 +37,13 @@ class GGUFCursor {
     return v;
   }
 
+  // Steps over n bytes (checked like a read).
+  void skip(size_t n, const char* what) {
+    need(n, what);
+    pos_ += n;
+  }
+  const uint8_t* data_at(size_t pos) const { return data_ + pos; }
+
   // A GGUF string: uint64 length, then that many bytes (not NUL-terminated).
   std::string read_string(const char* what) {
     uint64_t len = read<uint64_t>(what);

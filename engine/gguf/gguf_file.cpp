@@ -126,17 +126,17 @@ std::vector<std::string> GGUFFile::get_string_array(const std::string& key) cons
   const GGUFValue& v = array_of(
       *this, key, [](GGUFValueType t) { return t == GGUFValueType::STRING; }, "STRING");
   std::vector<std::string> out;
-  out.reserve(v.arr.size());
-  for (const auto& e : v.arr) out.push_back(e.s);
+  out.reserve(static_cast<size_t>(v.size()));
+  v.for_each([&](const GGUFValue& e) { out.push_back(e.s); });
   return out;
 }
 
 std::vector<int64_t> GGUFFile::get_int_array(const std::string& key) const {
   const GGUFValue& v = array_of(*this, key, integer_type, "integers");
   std::vector<int64_t> out;
-  out.reserve(v.arr.size());
+  out.reserve(static_cast<size_t>(v.size()));
   std::string what = key_label(path_, key) + " element";
-  for (const auto& e : v.arr) out.push_back(e.as_int(what));
+  v.for_each([&](const GGUFValue& e) { out.push_back(e.as_int(what)); });
   return out;
 }
 
@@ -146,9 +146,9 @@ std::vector<float> GGUFFile::get_float_array(const std::string& key) const {
                                                t == GGUFValueType::FLOAT64; },
       "numbers");
   std::vector<float> out;
-  out.reserve(v.arr.size());
+  out.reserve(static_cast<size_t>(v.size()));
   std::string what = key_label(path_, key) + " element";
-  for (const auto& e : v.arr) out.push_back(static_cast<float>(e.as_float(what)));
+  v.for_each([&](const GGUFValue& e) { out.push_back(static_cast<float>(e.as_float(what))); });
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "gguf/gguf_decode.h"
 
 namespace minfer {
 
@@ -106,6 +107,33 @@ GGUFValue GGUFValue::f32_array(const std::vector<float>& v) {
   return array(GGUFValueType::FLOAT32, std::move(e));
 }
 
+GGUFValue GGUFValue::encoded_array(GGUFValueType elem_type, const uint8_t* data, size_t bytes, uint64_t count) {
+  GGUFValue r;
+  r.type = GGUFValueType::ARRAY;
+  r.elem_type = elem_type;
+  r.encoded = {data, bytes, count};
+  return r;
+}
+
+uint64_t GGUFValue::size() const { return encoded.data ? encoded.count : arr.size(); }
+
+void GGUFValue::for_each(const std::function<void(const GGUFValue&)>& f) const {
+  if (!encoded.data) {
+    for (const auto& e : arr) f(e);
+    return;
+  }
+  GGUFCursor c(encoded.data, encoded.bytes, "GGUF array");
+  for (uint64_t k = 0; k < encoded.count; ++k) f(gguf_read_value(c, elem_type, 1));
+}
+
+std::vector<GGUFValue> GGUFValue::elements() const {
+  if (!encoded.data) return arr;
+  std::vector<GGUFValue> out;
+  out.reserve(static_cast<size_t>(encoded.count));
+  for_each([&](const GGUFValue& e) { out.push_back(e); });
+  return out;
+}
+
 bool GGUFValue::is_integer() const { return is_unsigned(type) || is_signed(type); }
 bool GGUFValue::is_float() const {
   return type == GGUFValueType::FLOAT32 || type == GGUFValueType::FLOAT64;
@@ -146,7 +174,8 @@ bool GGUFValue::operator==(const GGUFValue& o) const {
   if (is_signed(type)) return i == o.i;
   if (is_float()) return std::memcmp(&f, &o.f, sizeof f) == 0;
   if (type == GGUFValueType::STRING) return s == o.s;
-  if (type == GGUFValueType::ARRAY) return elem_type == o.elem_type && arr == o.arr;
+  if (type == GGUFValueType::ARRAY)
+    return elem_type == o.elem_type && size() == o.size() && elements() == o.elements();
   return true;  // an invalid type id: nothing else to compare
 }
 
@@ -164,7 +193,7 @@ std::string GGUFValue::to_string() const {
     constexpr size_t kMax = 60;  // keep messages short: long strings are cut
     os << '"' << s.substr(0, kMax) << (s.size() > kMax ? "...\"" : "\"");
   } else if (type == GGUFValueType::ARRAY) {
-    os << '[' << arr.size() << " x " << gguf_value_type_name(elem_type) << ']';
+    os << '[' << size() << " x " << gguf_value_type_name(elem_type) << ']';
   } else {
     os << "<type " << static_cast<uint32_t>(type) << '>';
   }

@@ -1,6 +1,7 @@
 // A GGUF metadata value: scalar, string or (nested) array.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,16 @@ struct GGUFValue {
   double f = 0;     // FLOAT32, FLOAT64
   std::string s;    // STRING
   GGUFValueType elem_type = GGUFValueType::UINT8;  // ARRAY
-  std::vector<GGUFValue> arr;                      // ARRAY
+  // An ARRAY built in code holds its elements in `arr`. One read from a file is a view of its
+  // encoded elements in the mapped file instead (`arr` empty, `encoded` set), checked when the
+  // file was opened and decoded only when read: an array minfer does not use costs no memory.
+  // A view is valid while the GGUFFile it came from lives.
+  std::vector<GGUFValue> arr;
+  struct Encoded {
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+    uint64_t count = 0;
+  } encoded;
 
   static GGUFValue u8(uint8_t v);
   static GGUFValue i8(int8_t v);
@@ -43,6 +53,13 @@ struct GGUFValue {
   static GGUFValue str_array(const std::vector<std::string>& v);
   static GGUFValue i32_array(const std::vector<int32_t>& v);
   static GGUFValue f32_array(const std::vector<float>& v);
+  // A view of `count` encoded elements (the reader has checked that they fill `bytes` exactly).
+  static GGUFValue encoded_array(GGUFValueType elem_type, const uint8_t* data, size_t bytes, uint64_t count);
+
+  // ARRAY: the number of elements, and each element in order (decoded one at a time from a view).
+  uint64_t size() const;
+  void for_each(const std::function<void(const GGUFValue&)>& f) const;
+  std::vector<GGUFValue> elements() const;
 
   bool is_integer() const;  // UINT8..INT64 (not BOOL)
   bool is_float() const;    // FLOAT32, FLOAT64

@@ -2,6 +2,8 @@
 // "<path>.tmp" and renamed into place; any failure removes the temp file and throws.
 #include "gguf/gguf_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -85,29 +87,53 @@ void encode_value(Bytes& b, const GGUFValue& v, const std::string& what, int lev
       if (level + 1 > kGGUFMaxArrayNesting)
         fail(what, ": arrays nested deeper than ", kGGUFMaxArrayNesting, " levels");
       b.put<uint32_t>(static_cast<uint32_t>(v.elem_type));
-      b.put<uint64_t>(v.arr.size());
-      for (size_t k = 0; k < v.arr.size(); ++k) {
-        if (v.arr[k].type != v.elem_type)
-          fail(what, ": element ", k, " has type ", gguf_value_type_name(v.arr[k].type),
+      b.put<uint64_t>(v.size());
+      uint64_t k = 0;
+      v.for_each([&](const GGUFValue& e) {
+        if (e.type != v.elem_type)
+          fail(what, ": element ", k, " has type ", gguf_value_type_name(e.type),
                " in an array of ", gguf_value_type_name(v.elem_type));
-        encode_value(b, v.arr[k], what, level + 1);
-      }
+        encode_value(b, e, what, level + 1);
+        ++k;
+      });
       return;
     }
   }
   fail(what, ": invalid value type id ", static_cast<uint32_t>(v.type));
 }
 
-// Deletes the temp file unless the write completed and was renamed into place.
+// Deletes the temp file it created unless the write completed and was renamed into place.
 struct TempFile {
   std::string path;
   FILE* f = nullptr;
+  bool created = false;  // false: whatever is at the path is not ours to remove
   bool committed = false;
   ~TempFile() {
     if (f) std::fclose(f);
-    if (!committed) std::remove(path.c_str());
+    if (created && !committed) std::remove(path.c_str());
   }
 };
+
+// Creates the temp file new (O_EXCL | O_NOFOLLOW): a symlink there is refused, never written
+// through; a regular file there is a killed writer's leftover and is replaced. nullptr + errno
+// on other failures.
+FILE* create_temp(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      FILE* f = ::fdopen(fd, "wb");
+      if (!f) ::close(fd);
+      return f;
+    }
+    if (errno != EEXIST) return nullptr;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      fail("'", path, "' is a symlink or not a regular file; refusing to write through it (remove it)");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return nullptr;
+  }
+  errno = EEXIST;  // another writer recreated it at once
+  return nullptr;
+}
 
 }  // namespace
 
@@ -221,8 +247,9 @@ void GGUFWriter::write(const std::string& path) const {
     int e = errno;
     fail(path, ": ", step, " '", tmp.path, "' failed: ", std::strerror(e));
   };
-  tmp.f = std::fopen(tmp.path.c_str(), "wb");
+  tmp.f = create_temp(tmp.path);
   if (!tmp.f) io_fail("creating");
+  tmp.created = true;
   auto put = [&](const void* p, size_t n) {
     if (n && std::fwrite(p, 1, n, tmp.f) != n) io_fail("writing");
   };

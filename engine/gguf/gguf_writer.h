@@ -1,5 +1,6 @@
-// GGUF v3 writer. Output is written to "<path>.tmp" and renamed into place, so a failed
-// write never leaves a half-written file over a good one.
+// GGUF v3 writer. Output is written to "<path>.tmp" (created new: a symlink there is refused,
+// never written through) and renamed into place, so a failed write never leaves a half-written
+// file over a good one.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -53,8 +53,8 @@ HParams HParams::from_gguf(const GGUFFile& f) {
   // A token the tokenizer can produce must have an embedding row (ids past it would gather
   // outside the matrix).
   if (const GGUFValue* tokens = f.find("tokenizer.ggml.tokens");
-      tokens && static_cast<int64_t>(tokens->arr.size()) > h.n_vocab)
-    fail(f.path(), ": tokenizer.ggml.tokens has ", tokens->arr.size(), " tokens but token_embd.weight only ", h.n_vocab,
+      tokens && static_cast<int64_t>(tokens->size()) > h.n_vocab)
+    fail(f.path(), ": tokenizer.ggml.tokens has ", tokens->size(), " tokens but token_embd.weight only ", h.n_vocab,
          " rows");
   h.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   return h;

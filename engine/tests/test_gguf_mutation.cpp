@@ -187,7 +187,7 @@ uint64_t touch_everything(const GGUFFile& f, const uint8_t* buf, size_t size) {
   uint64_t sum = 0;
   for (const auto& [key, v] : f.metadata()) {
     sum += key.size() + v.to_string().size();
-    for (const auto& e : v.arr) sum += e.to_string().size();
+    if (v.type == VT::ARRAY) v.for_each([&](const GGUFValue& e) { sum += e.to_string().size(); });
   }
   for (const char* key : {"general.architecture", "qwen2.block_count", "tokenizer.ggml.tokens",
                           "tokenizer.ggml.token_type", "x.floats", "general.alignment"}) {

@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include <malloc.h>
+
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -282,6 +284,82 @@ TEST(GGUFRoundTrip, TypedGettersConvertAndExplain) {
   expect_error([&] { f->get_bool_or("name", true); },
                "m.gguf: metadata key 'name' has type STRING, expected BOOL");
   expect_error([&] { f->tensor("output.weight"); }, "m.gguf: tensor 'output.weight' missing");
+}
+
+// Heap bytes in use (glibc): small blocks plus mmapped ones.
+size_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+// A GGUF image by hand (no tensors): the writer would need a GGUFValue per element to build it.
+std::vector<uint8_t> image_with_big_arrays(uint64_t n_bytes, uint64_t n_strings) {
+  std::vector<uint8_t> b;
+  auto put = [&](auto v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  };
+  auto key = [&](const std::string& k) {
+    put(uint64_t{k.size()});
+    b.insert(b.end(), k.begin(), k.end());
+  };
+  put(uint32_t{0x46554747});
+  put(uint32_t{3});
+  put(uint64_t{0});  // tensors
+  put(uint64_t{3});  // keys
+  key("x.bytes");
+  put(uint32_t{9});
+  put(uint32_t{0});  // UINT8
+  put(n_bytes);
+  for (uint64_t k = 0; k < n_bytes; ++k) b.push_back(static_cast<uint8_t>(k * 7));
+  key("x.empty_strings");
+  put(uint32_t{9});
+  put(uint32_t{8});  // STRING
+  put(n_strings);
+  b.resize(b.size() + n_strings * 8, 0);
+  key("x.nested");
+  put(uint32_t{9});
+  put(uint32_t{9});  // ARRAY of arrays of INT32
+  put(uint64_t{2});
+  for (int32_t row = 0; row < 2; ++row) {
+    put(uint32_t{5});
+    put(uint64_t{2});
+    put(row * 10 + 1);
+    put(row * 10 + 2);
+  }
+  b.resize((b.size() + 31) / 32 * 32, 0);
+  return b;
+}
+
+// Issue 31, item 6: a 16 MiB UINT8 array loaded at 1.8 GB resident (a GGUFValue per byte) and
+// 2 million empty strings at 454 MB. Arrays stay views of the file until they are read.
+TEST(GGUFRoundTrip, UnreadArraysCostNoMemory) {
+  const uint64_t n_bytes = uint64_t{4} << 20, n_strings = uint64_t{1} << 20;
+  const auto img = image_with_big_arrays(n_bytes, n_strings);
+  const size_t before = heap_in_use();
+  auto f = GGUFFile::from_memory(img.data(), img.size(), "big.gguf");
+  const size_t used = heap_in_use() - before;
+  EXPECT_LT(used, size_t{1} << 20) << "opening a file with " << n_bytes << " UINT8 and " << n_strings
+                                   << " empty strings in its metadata allocated " << used << " bytes";
+  const GGUFValue& bytes = f->get("x.bytes");
+  EXPECT_EQ(bytes.size(), n_bytes);
+  EXPECT_EQ(bytes.to_string(), "[4194304 x UINT8]");
+  const auto ints = f->get_int_array("x.bytes");
+  ASSERT_EQ(ints.size(), n_bytes);
+  EXPECT_EQ(ints[3], 21);
+  EXPECT_EQ(ints[n_bytes - 1], static_cast<uint8_t>((n_bytes - 1) * 7));
+  EXPECT_EQ(f->get_string_array("x.empty_strings").size(), n_strings);
+  const auto rows = f->get("x.nested").elements();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[1] == GGUFValue::i32_array({11, 12}));
+  // A view equals the same array built in code, and the writer copies it.
+  GGUFWriter w;
+  w.set("x.nested", f->get("x.nested"));
+  const auto out = w.to_bytes();
+  auto g = GGUFFile::from_memory(out.data(), out.size(), "copy.gguf");
+  EXPECT_TRUE(g->get("x.nested") == f->get("x.nested"));
+  EXPECT_TRUE(g->get("x.nested") ==
+              GGUFValue::array(VT::ARRAY, {GGUFValue::i32_array({1, 2}), GGUFValue::i32_array({11, 12})}));
 }
 
 TEST(GGUFValue, NamesAndHelpers) {

@@ -170,6 +170,30 @@ TEST(GGUFWriter, FailedRenameRemovesTempFile) {
   EXPECT_TRUE(fs::is_directory(dir / "inside"));
 }
 
+// Issue 31, item 9: the temporary was opened with fopen, so a symlink planted at "<path>.tmp"
+// was written through (the target overwritten) and then renamed into place.
+TEST(GGUFWriter, ASymlinkAtTheTempPathIsNotFollowed) {
+  const fs::path dir = temp_dir() / "tmp-link";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path victim = dir / "victim.txt", out = dir / "m.gguf";
+  { std::ofstream(victim) << "victim"; }
+  fs::create_symlink(victim, out.string() + ".tmp");
+  GGUFWriter w;
+  w.set("k", GGUFValue::u32(1));
+  expect_error([&] { w.write(out.string()); }, out.string() + ".tmp' is a symlink or not a regular file");
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "victim");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(fs::is_symlink(out.string() + ".tmp")) << "not ours to remove";
+  // A regular file there is a killed writer's leftover: replaced.
+  fs::remove(out.string() + ".tmp");
+  { std::ofstream(out.string() + ".tmp") << "left by a killed run"; }
+  w.write(out.string());
+  EXPECT_EQ(GGUFFile::open(out.string())->get_int("k"), 1);
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
 TEST(GGUFWriter, MissingDirectoryIsAClearError) {
   GGUFWriter w;
   std::string path = (temp_dir() / "no-such-dir" / "m.gguf").string();

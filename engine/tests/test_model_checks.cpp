@@ -111,8 +111,10 @@ TEST(ModelChecks, MoreTokensThanEmbeddingRowsIsRefused) {
   auto p = tiny();
   MINFER_REQUIRE_MODEL(p);
   const auto path = edited_copy(p, "vocab", [](const std::string& k, GGUFValue& v) {
-    if (k == "tokenizer.ggml.tokens") v.arr.push_back(GGUFValue::str("<|extra|>"));
-    if (k == "tokenizer.ggml.token_type") v.arr.push_back(v.arr.back());
+    if (k != "tokenizer.ggml.tokens" && k != "tokenizer.ggml.token_type") return;
+    auto elems = v.elements();
+    elems.push_back(k == "tokenizer.ggml.tokens" ? GGUFValue::str("<|extra|>") : elems.back());
+    v = GGUFValue::array(v.elem_type, std::move(elems));
   });
   expect_error(path, {"tokenizer.ggml.tokens", "token_embd.weight", "rows"});
 }

@@ -194,3 +194,24 @@ TEST(PlantedLinks, AnOutputFileIsNeverWrittenThroughALinkAtItsTemporary) {
   EXPECT_TRUE(slurp(victim) == kPrecious) << "the link's target was written through";
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(out)));
 }
+
+// Issue 31, item 9: MINFER_TRACE=/dev/full or a directory failed only after the whole run,
+// leaving a temporary .partial the message did not name. The destination is checked when the
+// recorder starts, before any step, and nothing is left behind.
+TEST(Destinations, ADirectoryOrAFullDeviceIsRefusedBeforeTheRun) {
+  const std::string dir = scratch(), target = dir + "/a-dir.json";
+  fs::create_directories(target);
+  std::string err = error_of([&] { Recorder rec(at(target), synth::meta(), synth::token_text); });
+  EXPECT_NE(err.find(target + ": is a directory"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(target + ".partial"));
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
+  const auto tmp_before = std::distance(fs::directory_iterator(fs::temp_directory_path()), fs::directory_iterator());
+  err = error_of([&] { Recorder rec(at("/dev/full"), synth::meta(), synth::token_text); });
+  EXPECT_NE(err.find("/dev/full: cannot write"), std::string::npos) << err;
+  EXPECT_EQ(std::distance(fs::directory_iterator(fs::temp_directory_path()), fs::directory_iterator()), tmp_before)
+      << "a temporary .partial was left";
+  // /dev/null stays a valid destination.
+  Recorder ok(at("/dev/null"), synth::meta(), synth::token_text);
+  synth::run(ok, synth::Run{});
+  ok.finish({{"load_ms", 1.0}});
+}

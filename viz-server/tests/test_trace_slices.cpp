@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "request_limits.h"
 #include "trace_slices.h"
 
 using nlohmann::json;
@@ -32,7 +33,7 @@ TEST(TraceSlices, IndexDropsRecordsAndSlicesKeepThem) {
   const json doc = sample();
   for (int indent : {-1, 2}) {   // compact and pretty-printed files
     const std::string text = doc.dump(indent);
-    const TraceLayout layout = scan_trace_layout(text, "t.json");
+    const TraceLayout layout = scan_trace_layout(text, "t.json", kDefaultMaxSteps);
     EXPECT_EQ(layout.version, 2);
     ASSERT_EQ(layout.steps.size(), 3u);
     const json index = json::parse(slice_index(text, layout));
@@ -52,13 +53,16 @@ TEST(TraceSlices, IndexDropsRecordsAndSlicesKeepThem) {
 }
 
 TEST(TraceSlices, VersionOneAndBrokenInput) {
-  EXPECT_EQ(scan_trace_layout(R"({"format":"minfer-trace","version":1,"phases":[]})", "v1.json").version, 1);
-  EXPECT_THROW(scan_trace_layout(R"({"version":2,"steps":[{"nodes":[1,2)", "cut.json"), minfer::Error);
-  EXPECT_THROW(scan_trace_layout("[1,2]", "arr.json"), minfer::Error);
-  EXPECT_THROW(scan_trace_layout(R"({"version":2})", "nosteps.json"), minfer::Error);
+  EXPECT_EQ(scan_trace_layout(R"({"format":"minfer-trace","version":1,"phases":[]})", "v1.json", kDefaultMaxSteps).version, 1);
+  EXPECT_THROW(scan_trace_layout(R"({"version":2,"steps":[{"nodes":[1,2)", "cut.json", kDefaultMaxSteps), minfer::Error);
+  EXPECT_THROW(scan_trace_layout("[1,2]", "arr.json", kDefaultMaxSteps), minfer::Error);
+  EXPECT_THROW(scan_trace_layout(R"({"version":2})", "nosteps.json", kDefaultMaxSteps), minfer::Error);
   const std::string no_nodes = R"({"version":2,"steps":[{"index":0}]})";
-  const TraceLayout l = scan_trace_layout(no_nodes, "n.json");
+  const TraceLayout l = scan_trace_layout(no_nodes, "n.json", kDefaultMaxSteps);
   EXPECT_EQ(json::parse(slice_step(no_nodes, l, 0))["nodes"], json::array());
+  const std::string three = R"({"version":2,"steps":[{},{},{}]})";
+  EXPECT_EQ(scan_trace_layout(three, "three.json", 3).steps.size(), 3u);
+  EXPECT_THROW(scan_trace_layout(three, "three.json", 2), LimitExceeded);
 }
 
 // Truncated and corrupted texts: the scan either throws minfer::Error or gives ranges inside
@@ -74,7 +78,7 @@ TEST(TraceSlices, CorruptTextsFailCleanly) {
     else if (kind == 1) t[rng() % t.size()] = "{}[]\",:\\ x0"[rng() % 11];
     else t.erase(rng() % t.size(), 1 + rng() % 8);
     try {
-      const TraceLayout l = scan_trace_layout(t, "m.json");
+      const TraceLayout l = scan_trace_layout(t, "m.json", kDefaultMaxSteps);
       for (const auto& s : l.steps) {
         ASSERT_LE(s.nodes.first, s.nodes.second);
         ASSERT_LE(s.nodes.second, t.size());

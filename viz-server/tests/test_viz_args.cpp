@@ -48,9 +48,22 @@ TEST(VizArgs, BadPortsNameTheFlagAndTheValue) {
     std::string msg = error_of({"--port", bad, "--traces", a.path().string()});
     EXPECT_NE(msg.find("--port"), std::string::npos) << bad << ": " << msg;
     EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos) << msg;
+    // The message of every number set by flag or environment (engine/core/parse_number.h).
+    EXPECT_NE(msg.find("expected an integer from 0 to 65535"), std::string::npos) << msg;
   }
   EXPECT_EQ(parse_viz_args({"--port", "0", "--traces", a.path().string()}).port, 0);
   EXPECT_EQ(parse_viz_args({"--port", "65535", "--traces", a.path().string()}).port, 65535);
+}
+
+TEST(VizArgs, MaxStepsIsACheckedCount) {
+  TempDir a("args-steps");
+  EXPECT_EQ(parse_viz_args({"--traces", a.path().string()}).max_steps, kDefaultMaxSteps);
+  EXPECT_EQ(parse_viz_args({"--max-steps", "1000000", "--traces", a.path().string()}).max_steps, 1000000u);
+  for (const std::string& bad : std::vector<std::string>{"0", "-5", "1e6", "x", "99999999999"}) {
+    std::string msg = error_of({"--max-steps", bad, "--traces", a.path().string()});
+    EXPECT_NE(msg.find("--max-steps"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos) << msg;
+  }
 }
 
 TEST(VizArgs, MissingValuesUnknownFlagsAndMissingDirsAreErrors) {
@@ -76,7 +89,7 @@ TEST(VizArgs, BinaryExitsNonZeroWithMessageOnBadPort) {
   int status = ::pclose(p);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_NE(out.find("--port: 'notaport' is not a port number"), std::string::npos) << out;
+  EXPECT_NE(out.find("--port: expected an integer from 0 to 65535, got 'notaport'"), std::string::npos) << out;
 }
 
 // And a good start: it prints the URL it serves, then answers /api/health.

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -54,6 +58,65 @@ TEST_F(VizHardening, CompareOfATraceMissingAFieldOrWithAnOutOfRangeNumberIs422) 
   EXPECT_EQ(r->status, 422);
   EXPECT_NE(error_text(r).find("(/steps/1/time_ms): number 1e309 is out of range"), std::string::npos) << error_text(r);
   EXPECT_EQ(r->body.find(traces.path().string()), std::string::npos) << "a server path in " << r->body;
+}
+
+// Issue 31, item 6: a trace of 1,000,000 tiny steps made the server build a 225 MB slice index
+// (6.1 GB resident) and time out /api/compare. What one request may build is bounded by the
+// number of steps (--max-steps, default 100,000); beyond it the answer is 413 naming the limit
+// and the flag, before anything per step is built.
+TEST_F(VizHardening, TracesWithMoreStepsThanTheLimitAreRefusedNamingTheFlag) {
+  std::string text = json::parse(mmq_text).dump();
+  const std::string steps_key = "\"steps\":[";
+  const size_t at = text.find(steps_key);
+  ASSERT_NE(at, std::string::npos);
+  std::string more;
+  const std::string one = R"({"nodes":[],"kernels":[]})";  // only the count matters here
+  for (int k = 0; k < 100001; ++k) (more += one) += ',';
+  text.insert(at + steps_key.size(), more);
+  write_file(traces.path() / "many-steps.json", text);
+  auto cli = client();
+  for (const char* url : {"/api/slices/many-steps.json/index", "/api/slices/many-steps.json/steps/0",
+                          "/api/compare?a=many-steps.json&b=tiny-mmq.json"}) {
+    auto r = cli.Get(url);
+    ASSERT_TRUE(r) << url;
+    EXPECT_EQ(r->status, 413) << url << ": " << error_text(r);
+    EXPECT_NE(error_text(r).find("many-steps.json has more than 100000 steps"), std::string::npos) << url << ": " << error_text(r);
+    EXPECT_NE(error_text(r).find("--max-steps"), std::string::npos) << url << ": " << error_text(r);
+  }
+  auto r = cli.Get("/api/slices/tiny-mmq.json/index");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+// Issue 31, item 9: a restarted server never listed the valid .partial a killed recorder left,
+// and a kill during the final compression leaves a .gz.tmp beside it. The partial is listed and
+// served once no writer holds it; the temporary never is; a partial a run still writes is not.
+TEST_F(VizHardening, AKilledRunsPartialIsListedAndItsTemporariesAreNot) {
+  json killed = json::parse(mmq_text);
+  killed["complete"] = false;
+  killed.erase("timings");
+  write_file(traces.path() / "killed.json.gz.partial", killed.dump());
+  write_file(traces.path() / "killed.json.gz.partial.gz.tmp", gz_bytes.substr(0, gz_bytes.size() / 2));
+  write_file(traces.path() / "writing.json.partial", killed.dump());
+  const int held = ::open((traces.path() / "writing.json.partial").c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as a recorder holds the file it writes
+  auto cli = client();
+  const json entry = list_entry(cli, "killed.json.gz.partial");
+  ASSERT_FALSE(entry.is_null()) << "the killed run's partial is not listed";
+  EXPECT_FALSE(entry.contains("error") && !entry["error"].is_null()) << entry.dump();
+  EXPECT_EQ(entry["complete"], false);
+  EXPECT_TRUE(list_entry(cli, "killed.json.gz.partial.gz.tmp").is_null());
+  EXPECT_TRUE(list_entry(cli, "writing.json.partial").is_null()) << "a partial a writer holds is listed";
+  auto r = cli.Get("/api/traces/killed.json.gz.partial");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["complete"], false);
+  r = cli.Get("/api/traces/killed.json.gz.partial.gz.tmp");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->status, 200);
+  ::close(held);
+  EXPECT_FALSE(list_entry(cli, "writing.json.partial").is_null()) << "once its writer is gone, it is listed";
 }
 
 // Defects 2, 3 and 9: what the reader refuses, the list shows as an error, and nothing

@@ -2,6 +2,8 @@
 // event ("done" or "error") is never told that the previous run is still busy.
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "viz_live_fixture.h"
 
 namespace minfer::viz::test {
@@ -58,6 +60,86 @@ TEST_F(VizLiveRuns, NextRunStartsOnTheDoneEvent) { run_back_to_back(*this, "done
 TEST_F(VizLiveRuns, NextRunStartsOnTheErrorEvent) {
   fs::remove_all(traces.path());  // the recorder has nowhere to write
   run_back_to_back(*this, "error", 50);
+}
+
+// The events of run `id` until its last one; returns the last event's data.
+json last_event(VizLiveFixture& f, int id, std::string& type) {
+  httplib::Client events = f.client();
+  std::string stream;
+  events.Get("/api/run/events?id=" + std::to_string(id), [&](const char* data, size_t n) {
+    stream.append(data, n);
+    return true;
+  });
+  for (const char* t : {"done", "error"}) {
+    const std::string head = std::string("event: ") + t + "\ndata: ";
+    const size_t at = stream.rfind(head);
+    if (at == std::string::npos) continue;
+    type = t;
+    const size_t b = at + head.size();
+    return json::parse(stream.substr(b, stream.find('\n', b) - b));
+  }
+  type = "";
+  return json();
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Issue 31, item 9: top_p 0 was accepted, then the run failed naming the CLI's --top-p.
+TEST_F(VizLiveRuns, TopPZeroIsRefusedNamingTheField) {
+  auto cli = client();
+  const json body = {{"prompt", "hi"}, {"max_tokens", 1}, {"top_p", 0}};
+  auto r = cli.Post("/api/run", {{"Origin", "http://127.0.0.1:" + std::to_string(server->port())}}, body.dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("'top_p' is 0"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("--top-p"), std::string::npos) << r->body;
+}
+
+// Issue 31, item 9: a run cancelled before its first step saved a 0-step "complete" trace.
+TEST_F(VizLiveRuns, ARunCancelledBeforeItsFirstStepSavesNothing) {
+  auto cli = client();
+  auto r = start_run(cli);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  // The run waits for a listener before its first step: the cancel lands before it.
+  auto c = cli.Post("/api/run/cancel", {{"Origin", "http://127.0.0.1:" + std::to_string(server->port())}}, "{}",
+                    "application/json");
+  ASSERT_TRUE(c);
+  std::string type;
+  const json done = last_event(*this, json::parse(r->body)["id"].get<int>(), type);
+  ASSERT_EQ(type, "done") << done.dump();
+  EXPECT_EQ(done["cancelled"], true);
+  EXPECT_EQ(done["steps"], 0);
+  EXPECT_TRUE(done["trace"].is_null()) << done.dump();
+  EXPECT_EQ(files_in(traces.path()), std::vector<std::string>{}) << "a run with no step left a file";
+}
+
+// Issue 31, item 9: every failed live run left its .partial behind.
+TEST_F(VizLiveRuns, AFailedRunLeavesNoPartial) {
+  // The trace's final name is taken by a directory, so saving it fails after the run (names:
+  // live-<model>-<UTC second>-<id>-<path>.json; the next seconds are covered).
+  const std::string stem = fs::path(model).stem().string();
+  const std::time_t now = std::time(nullptr);
+  for (int k = 0; k < 30; ++k) {
+    const std::time_t t = now + k;
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&t));
+    fs::create_directories(traces.path() / ("live-" + stem + "-" + stamp + "-1-mmq.json") / "taken");
+  }
+  const auto before = files_in(traces.path());
+  auto cli = client();
+  auto r = start_run(cli);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  std::string type;
+  const json last = last_event(*this, json::parse(r->body)["id"].get<int>(), type);
+  ASSERT_EQ(type, "error") << last.dump();
+  EXPECT_EQ(files_in(traces.path()).size(), before.size()) << "the failed run left a file beside the 30 directories";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "body_cache.h"
+#include "event_log.h"
 #include "core/error.h"
 #include "http_util.h"
 #include "listing_summary.h"
@@ -29,6 +30,32 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// Issue 31, item 6: every SSE connection to a finished live run copied the run's whole event log
+// (196,004 events, 34 MB, per connection). Listeners now share the log's events and take them
+// in bounded batches.
+TEST(EventLog, ListenersShareTheEventsAndReadInBoundedBatches) {
+  EventLog log;
+  const size_t n = 3 * EventLog::kMaxBatch + 7;
+  for (size_t k = 0; k < n; ++k) log.push("node", "{\"id\":" + std::to_string(k) + "}");
+  log.close();
+  auto read_all = [&log] {
+    std::vector<EventLog::Event> all;
+    bool done = false;
+    while (!done) {
+      auto batch = log.read(all.size(), std::chrono::milliseconds(0), done);
+      EXPECT_LE(batch.size(), EventLog::kMaxBatch);
+      EXPECT_TRUE(!batch.empty() || done);
+      all.insert(all.end(), batch.begin(), batch.end());
+    }
+    return all;
+  };
+  const auto a = read_all(), b = read_all();
+  ASSERT_EQ(a.size(), n);
+  ASSERT_EQ(b.size(), n);
+  EXPECT_EQ(*a[5], "event: node\ndata: {\"id\":5}\n\n");
+  for (size_t k = 0; k < n; ++k) EXPECT_EQ(a[k].get(), b[k].get()) << "event " << k << " was copied";
 }
 
 TEST(GzipCodec, RoundTripsRandomAndCompressibleData) {

@@ -187,7 +187,9 @@ export class App {
         case 'done': {
           trace.complete = true;
           newTokens = true; lastTokens = 0;
-          const msg = `${d.cancelled ? 'Cancelled' : 'Done'}: ${d.steps} step(s), ${d.generated} token(s) generated; saved as ${saved}`;
+          // A run cancelled before its first step saves no trace ("trace": null).
+          if (d.trace === null) saved = '';
+          const msg = `${d.cancelled ? 'Cancelled' : 'Done'}: ${d.steps} step(s), ${d.generated} token(s) generated; ${saved ? `saved as ${saved}` : 'no trace saved'}`;
           progress = msg;
           listTraces().then((list) => banner.done(msg, saved, list.filter((e) => !e.error && e.name !== saved)))
             .catch(() => banner.done(msg, saved, []))

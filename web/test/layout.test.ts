@@ -46,3 +46,20 @@ describe('layout', () => {
     expect(nodePath(decode.nodes[id('logits')])).toBe('other');
   });
 });
+
+// Issue 31, item 7: a valid 200,000-node graph threw "Maximum call stack size exceeded" (a
+// spread of one value per rank into Math.max).
+describe('layout of a very large graph', () => {
+  it('lays out a 200,000-node chain without spreading it into an argument list', () => {
+    const n = 200000;
+    const nodes = Array.from({ length: n }, (_, i) => ({
+      id: i, name: `blk.0.n${i}`, op: 'add', shape: [1, 8], dtype: 'f32', src: i ? [i - 1] : [], layer: 0,
+      weight: null, weightType: null, bias: null, fusedFrom: [], fusedInto: -1, hasOutput: true,
+    }));
+    const g = { id: 'decode', phase: 'decode', nTokens: 1, fused: false, nodes, consumers: [] };
+    const big = layoutGraph(g);
+    expect(big.rows).toHaveLength(1);
+    expect(big.pos.get(n - 1)!.rank).toBe(n - 1);
+    expect(big.edges).toHaveLength(n - 1);
+  });
+});

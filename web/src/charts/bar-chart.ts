@@ -2,13 +2,14 @@
 // Negative values (deltas) grow left of a zero line.
 import { scaleLinear } from 'd3-scale';
 import { select } from 'd3-selection';
+import { maxOf, minOf } from '../model/extent';
 
 export interface Bar { label: string; value: number; text: string; title?: string; highlight?: boolean; onClick?: () => void }
 
 export function barChart(bars: Bar[], opts: { width: number; labelWidth?: number; barH?: number; color?: string; cls?: string; textWidth?: number }): SVGSVGElement {
   const lw = opts.labelWidth ?? 120, bh = opts.barH ?? 16, tw = opts.textWidth ?? 84;
   const height = bars.length * (bh + 3) + 4;
-  const lo = Math.min(0, ...bars.map((b) => b.value)), hi = Math.max(0, ...bars.map((b) => b.value));
+  const lo = Math.min(0, minOf(bars.map((b) => b.value))), hi = Math.max(0, maxOf(bars.map((b) => b.value)));
   const x = scaleLinear().domain([lo, hi === lo ? lo + 1 : hi]).range([lw, opts.width - tw]);
   const svg = select(document.createElementNS('http://www.w3.org/2000/svg', 'svg'))
     .attr('class', `bar-chart ${opts.cls ?? ''}`).attr('width', opts.width).attr('height', height);

@@ -10,6 +10,7 @@ import { scaleLinear, scaleOrdinal } from 'd3-scale';
 import { schemeTableau10 } from 'd3-scale-chromatic';
 import { select } from 'd3-selection';
 import { zoom, zoomIdentity, type ZoomTransform } from 'd3-zoom';
+import { maxOf, minOf } from '../model/extent';
 import { groupByNode, idleGaps, kernelOp, shortKernelName, type IdleGap, type NodeKernels } from '../model/gpu-time';
 import type { GraphNode, Kernel } from '../model/types';
 import { el } from '../ui/dom';
@@ -51,12 +52,12 @@ export function kernelTimeline(kernels: Kernel[], o: KernelTimelineOptions): Ker
   const laneOf = (k: Kernel) => (k.node < 0 ? UNATTRIBUTED_LANE : kernelOp(k, nodes));
   const groups: NodeKernels[] = o.hostSpans ? [] : groupByNode(kernels).nodes;
   const gaps: IdleGap[] = o.hostSpans ? [] : idleGaps(kernels);
-  const laneH = 20, nodeLaneH = 26, m = { l: Math.min(220, Math.max(96, 7 * Math.max(...lanes.map((l) => l.length)) + 14)), r: 10, t: 6, b: 24 };
+  const laneH = 20, nodeLaneH = 26, m = { l: Math.min(220, Math.max(96, 7 * maxOf(lanes.map((l) => l.length)) + 14)), r: 10, t: 6, b: 24 };
   const laneY = (name: string) => m.t + (lanes[0] === NODE_LANE && name !== NODE_LANE ? nodeLaneH - laneH : 0) + lanes.indexOf(name) * laneH;
   const height = laneY(lanes[lanes.length - 1]) + laneH + m.b;
   // The kernels' own extent: a CUDA step's first kernel can start milliseconds after the step
   // (host work, the graph launch); the axis still reads time since the step start.
-  const first = Math.min(...kernels.map((k) => k.startNs / 1000)), end = Math.max(...kernels.map((k) => (k.startNs + k.durationNs) / 1000));
+  const first = minOf(kernels.map((k) => k.startNs / 1000)), end = maxOf(kernels.map((k) => (k.startNs + k.durationNs) / 1000));
   const pad = Math.max(0.5, (end - first) * 0.01);
   const x0 = scaleLinear().domain([Math.max(0, first - pad), end + pad]).range([m.l, width - m.r]);
   const ops = lanes.filter((l) => l !== NODE_LANE && l !== UNATTRIBUTED_LANE && l !== IDLE_LANE);

@@ -18,15 +18,18 @@ async function get(url: string): Promise<Response> {
   } catch (e) {
     throw new Error(`${url}: the server did not answer (${(e as Error).message}). Is minfer-viz running?`);
   }
-  if (!r.ok) {
-    let msg = `${r.status} ${r.statusText}`;
-    try {
-      const body = await r.json();
-      if (body && typeof body.error === 'string') msg = `${body.error} (HTTP ${r.status})`;
-    } catch { /* not JSON: keep the status line */ }
-    throw new Error(`${url}: ${msg}`);
-  }
+  if (!r.ok) throw await failure(url, r);
   return r;
+}
+
+// The error of a failed answer, with the server's message when it sent one.
+async function failure(url: string, r: Response): Promise<Error> {
+  let msg = `${r.status} ${r.statusText}`;
+  try {
+    const body = await r.json();
+    if (body && typeof body.error === 'string') msg = `${body.error} (HTTP ${r.status})`;
+  } catch { /* not JSON: keep the status line */ }
+  return new Error(`${url}: ${msg}`);
 }
 
 export async function listTraces(): Promise<TraceEntry[]> {
@@ -73,6 +76,8 @@ export async function fetchTraceProgressive(name: string, firstStep: number, ver
   const base = `api/slices/${encodeURIComponent(name)}`;
   let r: Response | null = null;
   try { r = await fetch(`${base}/index`); } catch { r = null; }
+  // 413: past the server's step limit; the whole file would be worse, so the message is shown.
+  if (r?.status === 413) throw await failure(`${base}/index`, r);
   if (!r || !r.ok) return whole();
   const trace = parseTraceText(await r.text(), name);
   performance.mark('minfer:fetched');

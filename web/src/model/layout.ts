@@ -1,6 +1,7 @@
 // Graph layout, computed once per graph structure: one row per transformer layer (plus a head
 // row for inputs and a tail row for the output), nodes ranked left→right by dependency depth
 // inside their row. Positions are row-relative so collapsing a layer only moves rows.
+import { maxOf } from './extent';
 import type { TraceGraph } from './types';
 
 export const NODE_W = 124, NODE_H = 34, RANK_W = 150, LANE_H = 42, ROW_PAD_TOP = 26, ROW_PAD_BOTTOM = 10;
@@ -66,7 +67,7 @@ export function layoutGraph(g: TraceGraph): GraphLayout {
       if (!byRank.has(r)) byRank.set(r, []);
       byRank.get(r)!.push(id);
     }
-    const lanes = Math.max(...[...byRank.values()].map((l) => l.length));
+    const lanes = maxOf([...byRank.values()].map((l) => l.length));
     row.height = ROW_PAD_TOP + lanes * LANE_H + ROW_PAD_BOTTOM;
     for (const [r, ids] of byRank) {
       const offset = ((lanes - ids.length) * LANE_H) / 2;

@@ -5,6 +5,7 @@ import { histogram } from '../charts/histogram';
 import type { ValueScaleMode } from '../charts/color-scales';
 import type { CompareNode, MetricsSource } from '../model/compare';
 import { fusedInto, shortKernelName } from '../model/gpu-time';
+import { minOf } from '../model/extent';
 import { actScalesTable, diffTable, outliersTable, pairedHeatmaps } from './compare-details';
 import type { NodeRecord, Step, Trace, TraceGraph } from '../model/types';
 import { clear, el, kvTable, section } from '../ui/dom';
@@ -101,7 +102,7 @@ export class Inspector {
         t.append(el('tr', {}, el('td', { text: shortKernelName(k.name), title: k.name }), el('td', { text: fmtUs(k.durationNs / 1000) }), el('td', { text: k.grid.join('×') }),
           el('td', { text: k.block.join('×') }), el('td', { text: k.registers === null ? '—' : `${k.registers}/thread` }),
           el('td', { text: k.sharedBytes === null ? '—' : `${fmtInt(k.sharedBytes)} B` })));
-      const first = Math.min(...kernels.map((k) => k.startNs)) / 1000;
+      const first = minOf(kernels.map((k) => k.startNs)) / 1000;
       this.root.append(section(`Kernels (${kernels.length}, ${fmtUs(kernels.reduce((a, k) => a + k.durationNs, 0) / 1000)} total, first at ${fmtUs(first)} into the step)`, t));
     } else if (fusedInto(step, node).length) {
       const k = fusedInto(step, node)[0];

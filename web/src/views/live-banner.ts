@@ -22,6 +22,7 @@ export class LiveBanner {
     this.root.classList.add('finished');
     this.text.textContent = text;
     this.cancel.remove();
+    if (!trace) return;  // nothing saved
     const open = el('a', { href: `?trace=${encodeURIComponent(trace)}`, class: 'live-open', text: 'open the saved trace' });
     this.extra.append(' · ', open);
     if (others.length) {

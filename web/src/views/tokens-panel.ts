@@ -1,9 +1,10 @@
 // Tokens: the prompt and the generated tokens as a strip (click → that step), and the current
 // step's top-k distribution with probabilities and entropy.
 import { barChart } from '../charts/bar-chart';
+import { topShown } from '../model/top-shown';
 import type { Trace } from '../model/types';
 import { clear, el } from '../ui/dom';
-import { fmtNats, fmtProb, tokenLabel } from '../ui/format';
+import { fmtInt, fmtNats, fmtProb, tokenLabel } from '../ui/format';
 import { cachedWidth } from '../ui/measure';
 
 export class TokensPanel {
@@ -53,9 +54,12 @@ export class TokensPanel {
       el('strong', { text: `Step ${step} — top ${l.top.length} next tokens` }),
       el('span', { class: 'entropy', text: l.entropy === null ? 'entropy not recorded (nats)' : `entropy ${fmtNats(l.entropy)}` }),
       el('span', { text: `chosen: ${tokenLabel(l.chosenText ?? '')} (p = ${fmtProb(l.chosenP)}, rank ${l.chosenRank ?? '—'})` })));
-    this.topk.append(barChart(l.top.map((x) => ({
+    const { shown, restCount, restP } = topShown(l);
+    this.topk.append(barChart(shown.map((x) => ({
       label: `${tokenLabel(x.text)}  #${x.id}`, value: x.p, text: fmtProb(x.p), highlight: x.id === l.chosen,
       title: `token ${x.id} "${x.text}": probability ${fmtProb(x.p)}${x.logit !== null ? `, logit ${x.logit}` : ''}`,
     })), { width: Math.max(360, Math.min(640, cachedWidth(this.root, 540) - 20)), labelWidth: 150, barH: 13, cls: 'topk-chart' }));
+    if (restCount > 0)
+      this.topk.append(el('p', { class: 'muted', text: `${fmtInt(restCount)} more tokens of the top ${fmtInt(l.top.length)} not drawn (together p = ${fmtProb(restP)})` }));
   }
 }
