@@ -67,7 +67,8 @@ struct StreamInput {
 };
 
 // One launch over up to 3 matrices sharing the input (every one stream_usable). Arguments are
-// the callers' to check.
+// the callers' to check. A launch whose matrices are all Q4_0 in whole 8-block units runs the
+// direct kernel (mmvq_direct.cu) while direct_enabled(), the others the ring kernel.
 void stream_matvec(const StreamInput& in, const StreamMatrix* m, int n, cudaStream_t s);
 
 }  // namespace minfer::cuda
