@@ -339,7 +339,7 @@ class LiveRuns {
     std::string name;
     if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
     return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model))}, {"size_bytes", lm.model->file->file_size()},
-                       {"architecture", h.architecture}, {"name", name},
+                       {"architecture", architecture_name(h.arch)}, {"name", name},
                        {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
                                     {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
                                     {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},

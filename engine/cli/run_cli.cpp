@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "exec/generate.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "model/model.h"
 #include "recorder_options.h"
 #include "output_file.h"
@@ -93,7 +93,7 @@ int run_generate(const CliOptions& o) {
   if (prompt.empty()) fail("the prompt encodes to no tokens");
   if (static_cast<int64_t>(prompt.size()) > model->hp.n_ctx)
     fail("the prompt has ", prompt.size(), " tokens, more than the model's context of ",
-         model->hp.n_ctx, " (qwen2.context_length)");
+         model->hp.n_ctx, " (", architecture_name(model->hp.arch), ".context_length)");
   if (!o.dump_graph.empty())
     write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
 
