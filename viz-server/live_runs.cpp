@@ -250,7 +250,7 @@ class LiveRuns {
       throw HttpError{409, "run: busy: run " + std::to_string(current_->id) + " is in progress (one run at a time; cancel it or wait)"};
     if (thread_.joinable()) thread_.join();  // the finished one
     LoadedModel& lm = load(model);
-    const auto ids = lm.tok->encode(prompt);
+    const auto ids = lm.tok->encode_prompt(prompt);
     if (ids.empty()) throw HttpError{400, "run: the prompt encodes to no tokens"};
     if (static_cast<int64_t>(ids.size()) + max_tokens > lm.model->hp.n_ctx)
       throw HttpError{400, "run: the prompt has " + std::to_string(ids.size()) + " tokens; with max_tokens " +

@@ -39,7 +39,7 @@ int run_tokenize(const CliOptions& o) {
   auto file = GGUFFile::open(o.model);
   auto tok = Tokenizer::from_gguf(*file);
   const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
-  auto ids = tok->encode(text);
+  auto ids = tok->encode_prompt(text);
   std::string out = "[";
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
   std::printf("%s]\n", out.c_str());
@@ -83,7 +83,7 @@ int run_generate(const CliOptions& o) {
     replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model), model->hp.n_vocab);
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   const bool have_text = !o.prompt_file.empty() || !o.prompt.empty();
-  std::vector<int32_t> prompt = have_text || !replay ? tok->encode(text) : replay->prompt;
+  std::vector<int32_t> prompt = have_text || !replay ? tok->encode_prompt(text) : replay->prompt;
   if (replay) {
     if (prompt != replay->prompt)
       fail("--tokens-from ", o.tokens_from, ": the prompt encodes to ", prompt.size(),
