@@ -52,6 +52,12 @@ HParams HParams::from_gguf(const GGUFFile& f) {
       fail(f.path(), ": embedding_length ", h.n_embd, " is not a multiple of head_count ", h.n_head);
     h.head_dim = h.n_embd / h.n_head;
   }
+  if (f.find(a + "rope.dimension_count")) {  // llama writes it; a partial rotary width is another model
+    const int64_t rd = f.get_int(a + "rope.dimension_count");
+    if (rd != h.head_dim)
+      fail(f.path(), ": metadata ", a, "rope.dimension_count = ", rd, " differs from the head dim ", h.head_dim,
+           " (partial RoPE is unsupported)");
+  }
   if (h.head_dim % 2 != 0) fail(f.path(), ": head dim ", h.head_dim, " must be even for rope");
   // Finite too: an infinite epsilon or base loads and then turns every activation into 0 or NaN.
   if (!(h.rope_base > 0) || !std::isfinite(h.rope_base))
