@@ -76,7 +76,8 @@ void print_backend_memory(const Backend& b, const char* when) {
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       ThreadPool* pool, bool quiet) {
   std::string why;
-  const bool cuda_ok = choice != "cpu" && gpu_usable(&why) && cuda_runs_architecture(m.hp, &why);
+  // The family first: its refusal holds on any machine, so it is what the user needs to read.
+  const bool cuda_ok = choice != "cpu" && cuda_runs_architecture(m.hp, &why) && gpu_usable(&why);
   const bool use_cuda = choice == "cuda" || (choice == "auto" && cuda_ok);
   std::unique_ptr<Backend> b;
   if (use_cuda) {

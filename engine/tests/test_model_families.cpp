@@ -187,3 +187,20 @@ TEST(ModelFamilies, TokenizeAddsLlamaBosOnly) {
   ASSERT_EQ(sh(kBin + "minfer tokenize " + q3 + " 'Hello world' >" + out.string()), 0);
   EXPECT_EQ(slurp(out.string()), "[9707,1879]\n");
 }
+
+// The CUDA backend does not run qwen3/llama yet: --backend cuda is an error that says so (on any
+// machine), and auto picks the CPU at start, saying why, instead of switching mid-run.
+TEST(ModelFamilies, CudaBackendRefusesTheNewFamiliesUpFront) {
+  auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(q3);
+  const fs::path log = fs::path(MINFER_BINARY_DIR) / "test-families" / "cuda-refusal.txt";
+  fs::create_directories(log.parent_path());
+  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 --backend cuda >" + log.string() + " 2>&1"), 1);
+  EXPECT_NE(slurp(log.string()).find("--backend cuda: qwen3 is not yet supported on the CUDA backend; use --backend cpu"),
+            std::string::npos)
+      << slurp(log.string());
+  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 >" + log.string() + " 2>&1"), 0) << slurp(log.string());
+  EXPECT_NE(slurp(log.string()).find("backend: auto picks cpu: qwen3 is not yet supported on the CUDA backend"),
+            std::string::npos)
+      << slurp(log.string());
+}
