@@ -5,6 +5,7 @@
 # CPU backend; then validates them and prints the paired comparison.
 #   scripts/make-sample-traces.sh BUILD_DIR OUT_DIR [PRESET...]   (default presets: tiny)
 # The committed samples in traces/ were made with: scripts/make-sample-traces.sh build traces tiny qwen2.5-0.5b
+# and, for the other families (only their -mmq traces are committed), ... build OUT qwen3-tiny llama-tiny
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:?usage: make-sample-traces.sh BUILD_DIR OUT_DIR [PRESET...]}; OUT=${2:?}
@@ -14,9 +15,11 @@ PRESETS=("${@:-tiny}")
 BACKEND=${MINFER_BACKEND:-cpu}
 FLOAT=f32; [ "$BACKEND" = cuda ] && FLOAT=f16
 mkdir -p "$OUT" models
-PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
+QWEN_PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
+LLAMA_PROMPT=$'<|start_header_id|>user<|end_header_id|>\n\nWhy is the sky blue? Explain briefly.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'
 for preset in "${PRESETS[@]}"; do
-  case $preset in tiny) N=24; W=q8_0 ;; *) N=16; W=q8_0 ;; esac
+  case $preset in *tiny) N=24; W=q8_0 ;; *) N=16; W=q8_0 ;; esac
+  PROMPT=$QWEN_PROMPT; case $preset in llama*) PROMPT=$LLAMA_PROMPT ;; esac
   M=models/$preset-$W.gguf
   [ -f "$M" ] || "$B/bin/minfer-gen" --preset "$preset" --weights "$W" --seed 1 -o "$M"
   for path in mmq $FLOAT paired; do

@@ -39,6 +39,7 @@ void summarize_v2(const json& doc, const std::string& what, TraceSummary& s) {
   const json& model = meta.contains("model") ? meta["model"] : json();
   s.model = string_at(model, "file");
   s.model_name = string_at(model, "name");
+  s.architecture = string_at(model, "architecture");
   s.model_sha256 = string_at(model, "sha256");
   if (meta.contains("compare")) s.compare_path = string_at(meta["compare"], "path");
   s.backend = string_at(meta, "backend");
@@ -132,6 +133,7 @@ json summary_to_json(const TraceSummary& s) {
   return json{{"version", s.version},
               {"model", s.model},
               {"model_name", s.model_name},
+              {"architecture", s.architecture},
               {"model_sha256", s.model_sha256},
               {"compare_path", s.compare_path},
               {"backend", s.backend},

@@ -17,6 +17,7 @@ struct TraceSummary {
   int version = 0;
   std::string model;         // meta.model.file (v2); "" when the trace does not say
   std::string model_name;    // meta.model.name
+  std::string architecture;  // meta.model.architecture, the model family ("qwen2", "qwen3", "llama")
   std::string model_sha256;  // meta.model.sha256: two traces compare only when it matches
   std::string compare_path;  // v3 paired trace: meta.compare.path (the reference run's path)
   std::string backend, matmul_path, device, recorded_at, prompt;

@@ -224,7 +224,7 @@ class LiveRuns {
       throw HttpError{409, "run: busy: run " + std::to_string(current_->id) + " is in progress (one run at a time; cancel it or wait)"};
     if (thread_.joinable()) thread_.join();  // the finished one
     LoadedModel& lm = load(model);
-    const auto ids = lm.tok->encode(prompt);
+    const auto ids = lm.tok->encode_prompt(prompt);
     if (ids.empty()) throw HttpError{400, "run: the prompt encodes to no tokens"};
     if (static_cast<int64_t>(ids.size()) + max_tokens > lm.model->hp.n_ctx)
       throw HttpError{400, "run: the prompt has " + std::to_string(ids.size()) + " tokens; with max_tokens " +
@@ -313,7 +313,7 @@ class LiveRuns {
     std::string name;
     if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
     return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model))}, {"size_bytes", lm.model->file->file_size()},
-                       {"architecture", h.architecture}, {"name", name},
+                       {"architecture", architecture_name(h.arch)}, {"name", name},
                        {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
                                     {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
                                     {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "sha256.h"
 #include "core/thread_pool.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "graph_json.h"
 #include "recorder.h"
 
@@ -38,7 +38,7 @@ nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
        {{"file", std::filesystem::path(o.model).filename().string()},
         {"sha256", trace::sha256_file(o.model)},
         {"size_bytes", m.file->file_size()},
-        {"architecture", h.architecture},
+        {"architecture", architecture_name(h.arch)},
         {"name", name},
         {"hparams",
          {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "exec/generate.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "model/model.h"
 #include "recorder_options.h"
 #include "output_file.h"
@@ -39,7 +39,7 @@ int run_tokenize(const CliOptions& o) {
   auto file = GGUFFile::open(o.model);
   auto tok = Tokenizer::from_gguf(*file);
   const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
-  auto ids = tok->encode(text);
+  auto ids = tok->encode_prompt(text);
   std::string out = "[";
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
   std::printf("%s]\n", out.c_str());
@@ -83,7 +83,7 @@ int run_generate(const CliOptions& o) {
     replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model), model->hp.n_vocab);
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   const bool have_text = !o.prompt_file.empty() || !o.prompt.empty();
-  std::vector<int32_t> prompt = have_text || !replay ? tok->encode(text) : replay->prompt;
+  std::vector<int32_t> prompt = have_text || !replay ? tok->encode_prompt(text) : replay->prompt;
   if (replay) {
     if (prompt != replay->prompt)
       fail("--tokens-from ", o.tokens_from, ": the prompt encodes to ", prompt.size(),
@@ -93,7 +93,7 @@ int run_generate(const CliOptions& o) {
   if (prompt.empty()) fail("the prompt encodes to no tokens");
   if (static_cast<int64_t>(prompt.size()) > model->hp.n_ctx)
     fail("the prompt has ", prompt.size(), " tokens, more than the model's context of ",
-         model->hp.n_ctx, " (qwen2.context_length)");
+         model->hp.n_ctx, " (", architecture_name(model->hp.arch), ".context_length)");
   if (!o.dump_graph.empty())
     write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
 

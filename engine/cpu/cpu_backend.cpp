@@ -59,7 +59,7 @@ std::string CpuBackend::device() const {
 
 void CpuBackend::reserve_context(int64_t n_ctx) {
   if (n_ctx > m_.hp.n_ctx)
-    fail("context of ", n_ctx, " tokens exceeds the model's limit of ", m_.hp.n_ctx, " (qwen2.context_length)");
+    fail("context of ", n_ctx, " tokens exceeds the model's limit of ", m_.hp.n_ctx, " (", architecture_name(m_.hp.arch), ".context_length)");
   if (n_ctx <= n_ctx_) return;
   const size_t per = static_cast<size_t>(m_.hp.n_embd_kv());
   k_cache_.resize(static_cast<size_t>(m_.hp.n_layer));
@@ -158,9 +158,17 @@ void CpuBackend::run(const Graph& g, const Node& n, float* y, MatmulPath path) {
     case Op::AddBias:
       cpu::add_bias(in(g, n, 0), f32_weight(n.bias), y, rows, cols);
       break;
-    case Op::Rope:
-      cpu::rope_neox(in(g, n, 0), positions_.data(), y, rows, cols / h.head_dim, h.head_dim, h.rope_base, pool_);
+    case Op::HeadRmsNorm:
+      cpu::head_rms_norm(in(g, n, 0), f32_weight(n.weight), y, rows, cols / h.head_dim, h.head_dim,
+                         static_cast<float>(h.rms_eps), pool_);
       break;
+    case Op::Rope:
+    case Op::RopeNormal: {
+      const float* divisors = n.weight.empty() ? nullptr : f32_weight(n.weight);
+      const auto rope = n.op == Op::Rope ? cpu::rope_neox : cpu::rope_normal;
+      rope(in(g, n, 0), positions_.data(), y, rows, cols / h.head_dim, h.head_dim, h.rope_base, pool_, divisors);
+      break;
+    }
     case Op::KvStore: {
       const size_t per = static_cast<size_t>(h.n_embd_kv());
       const float* k = in(g, n, 0);

@@ -11,9 +11,17 @@ namespace minfer::cpu {
 // y = x / sqrt(mean(x^2) + eps) * w, per row.
 void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps,
               ThreadPool& pool);
-// NeoX rotary embedding: in each head, element i pairs with i + head_dim/2.
+// Per-head RMSNorm (qwen3's Q/K norm): rms_norm over each head's head_dim values, the same
+// weight {head_dim} for every head. x, y [rows][n_heads * head_dim].
+void head_rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n_heads, int64_t head_dim,
+                   float eps, ThreadPool& pool);
+// NeoX rotary embedding: in each head, element i pairs with i + head_dim/2. freq_divisors
+// (head_dim/2 values, rope_freqs.weight) divide the base frequencies when not null.
 void rope_neox(const float* x, const int32_t* pos, float* y, int64_t rows, int64_t n_heads,
-               int64_t head_dim, double base, ThreadPool& pool);
+               int64_t head_dim, double base, ThreadPool& pool, const float* freq_divisors = nullptr);
+// ggml's "normal" rotary embedding (Llama): in each head, element 2i pairs with 2i + 1.
+void rope_normal(const float* x, const int32_t* pos, float* y, int64_t rows, int64_t n_heads,
+                 int64_t head_dim, double base, ThreadPool& pool, const float* freq_divisors = nullptr);
 // Causal GQA attention of q rows (positions pos[r]) over cached k/v rows [0, pos[r]].
 // k_cache/v_cache: [n_ctx][n_head_kv*head_dim].
 void attention(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache,

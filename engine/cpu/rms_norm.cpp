@@ -18,4 +18,10 @@ void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t co
   });
 }
 
+// Heads are contiguous runs of head_dim values: one rms_norm row per head.
+void head_rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n_heads, int64_t head_dim,
+                   float eps, ThreadPool& pool) {
+  rms_norm(x, w, y, rows * n_heads, head_dim, eps, pool);
+}
+
 }  // namespace minfer::cpu

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {

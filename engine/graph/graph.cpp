@@ -7,9 +7,11 @@ const char* op_name(Op op) {
     case Op::Input: return "input";
     case Op::GetRows: return "get_rows";
     case Op::RmsNorm: return "rms_norm";
+    case Op::HeadRmsNorm: return "head_rms_norm";
     case Op::MatMul: return "matmul";
     case Op::AddBias: return "add_bias";
     case Op::Rope: return "rope";
+    case Op::RopeNormal: return "rope_normal";
     case Op::KvStore: return "kv_store";
     case Op::Attention: return "attention";
     case Op::Add: return "add";

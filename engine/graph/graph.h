@@ -14,9 +14,11 @@ enum class Op {
   Input,      // token ids or positions fed by the executor (I32)
   GetRows,    // embedding lookup: rows of a weight by token id
   RmsNorm,    // x / rms(x) * weight
+  HeadRmsNorm,  // RmsNorm over each head's head_dim values (qwen3's Q/K norm; weight {head_dim})
   MatMul,     // x @ W^T (+ bias when the bias epilogue is fused)
   AddBias,    // x + bias (removed by fusion into MatMul)
-  Rope,       // NeoX rotary embedding on q or k
+  Rope,       // NeoX rotary embedding on q or k (weight, when set: rope_freqs divisors)
+  RopeNormal, // ggml "normal" rotary embedding, adjacent pairs (llama; weight as Rope)
   KvStore,    // writes k and v rows into the layer's cache (no output tensor)
   Attention,  // causal GQA attention of q over the layer's cache
   Add,        // elementwise residual add

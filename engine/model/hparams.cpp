@@ -1,6 +1,7 @@
 #include "model/hparams.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
@@ -9,10 +10,13 @@ namespace minfer {
 
 HParams HParams::from_gguf(const GGUFFile& f) {
   HParams h;
-  h.architecture = f.get_string("general.architecture");
-  if (h.architecture != "qwen2")
-    fail(f.path(), ": unsupported architecture '", h.architecture, "' (general.architecture); minfer supports qwen2");
-  const std::string a = "qwen2.";
+  const std::string arch = f.get_string("general.architecture");
+  const std::optional<Architecture> known = architecture_from_name(arch);
+  if (!known)
+    fail(f.path(), ": unsupported architecture '", arch, "' (general.architecture); minfer supports ",
+         supported_architectures());
+  h.arch = *known;
+  const std::string a = arch + ".";
   h.n_ctx = f.get_int(a + "context_length");
   h.n_embd = f.get_int(a + "embedding_length");
   h.n_layer = f.get_int(a + "block_count");
@@ -31,14 +35,28 @@ HParams HParams::from_gguf(const GGUFFile& f) {
   check(h.n_ff, "feed_forward_length", 1, 1 << 18);
   check(h.n_head, "attention.head_count", 1, 1024);
   check(h.n_head_kv, "attention.head_count_kv", 1, h.n_head);
-  if (h.n_embd % h.n_head != 0)
-    fail(f.path(), ": embedding_length ", h.n_embd, " is not a multiple of head_count ", h.n_head);
   if (h.n_head % h.n_head_kv != 0)
     fail(f.path(), ": head_count ", h.n_head, " is not a multiple of head_count_kv ", h.n_head_kv);
-  h.head_dim = h.n_embd / h.n_head;
   if (f.find(a + "attention.key_length")) {
-    int64_t kl = f.get_int(a + "attention.key_length");
-    if (kl != h.head_dim) fail(f.path(), ": attention.key_length ", kl, " != embedding/heads ", h.head_dim, " (unsupported)");
+    // qwen3 states its head width: n_head * head_dim may differ from n_embd.
+    h.head_dim = f.get_int(a + "attention.key_length");
+    check(h.head_dim, "attention.key_length", 2, 1024);
+    if (f.find(a + "attention.value_length")) {
+      const int64_t vl = f.get_int(a + "attention.value_length");
+      if (vl != h.head_dim)
+        fail(f.path(), ": metadata ", a, "attention.value_length = ", vl, " differs from attention.key_length = ",
+             h.head_dim, " (unsupported)");
+    }
+  } else {
+    if (h.n_embd % h.n_head != 0)
+      fail(f.path(), ": embedding_length ", h.n_embd, " is not a multiple of head_count ", h.n_head);
+    h.head_dim = h.n_embd / h.n_head;
+  }
+  if (f.find(a + "rope.dimension_count")) {  // llama writes it; a partial rotary width is another model
+    const int64_t rd = f.get_int(a + "rope.dimension_count");
+    if (rd != h.head_dim)
+      fail(f.path(), ": metadata ", a, "rope.dimension_count = ", rd, " differs from the head dim ", h.head_dim,
+           " (partial RoPE is unsupported)");
   }
   if (h.head_dim % 2 != 0) fail(f.path(), ": head dim ", h.head_dim, " must be even for rope");
   // Finite too: an infinite epsilon or base loads and then turns every activation into 0 or NaN.

@@ -54,17 +54,31 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   m->token_embd = view(f, "token_embd.weight", h.n_vocab, h.n_embd);
   m->output_norm = view(f, "output_norm.weight", 1, h.n_embd);
   m->output = h.tied_embeddings ? m->token_embd : view(f, "output.weight", h.n_vocab, h.n_embd);
+  if (f.find_tensor("rope_freqs.weight")) {
+    m->rope_freqs = view(f, "rope_freqs.weight", 1, h.head_dim / 2);
+    std::vector<float> v(static_cast<size_t>(h.head_dim / 2));
+    dequantize_row(m->rope_freqs.type, m->rope_freqs.data, v.data(), h.head_dim / 2);
+    for (size_t i = 0; i < v.size(); ++i)  // divisors of the frequencies
+      if (!(v[i] > 0)) fail(f.path(), ": tensor 'rope_freqs.weight' has a non-positive value (", v[i], ") at element ", i);
+  }
+  const ArchitectureTraits& arch = traits(h.arch);
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights w;
     w.attn_norm = view(f, p + "attn_norm.weight", 1, h.n_embd);
-    w.wq = view(f, p + "attn_q.weight", h.n_embd, h.n_embd);
-    w.bq = view(f, p + "attn_q.bias", 1, h.n_embd);
+    w.wq = view(f, p + "attn_q.weight", h.n_embd_q(), h.n_embd);
     w.wk = view(f, p + "attn_k.weight", h.n_embd_kv(), h.n_embd);
-    w.bk = view(f, p + "attn_k.bias", 1, h.n_embd_kv());
     w.wv = view(f, p + "attn_v.weight", h.n_embd_kv(), h.n_embd);
-    w.bv = view(f, p + "attn_v.bias", 1, h.n_embd_kv());
-    w.wo = view(f, p + "attn_output.weight", h.n_embd, h.n_embd);
+    if (arch.qkv_bias) {
+      w.bq = view(f, p + "attn_q.bias", 1, h.n_embd_q());
+      w.bk = view(f, p + "attn_k.bias", 1, h.n_embd_kv());
+      w.bv = view(f, p + "attn_v.bias", 1, h.n_embd_kv());
+    }
+    if (arch.qk_norm) {
+      w.q_norm = view(f, p + "attn_q_norm.weight", 1, h.head_dim);
+      w.k_norm = view(f, p + "attn_k_norm.weight", 1, h.head_dim);
+    }
+    w.wo = view(f, p + "attn_output.weight", h.n_embd, h.n_embd_q());
     w.ffn_norm = view(f, p + "ffn_norm.weight", 1, h.n_embd);
     w.w_gate = view(f, p + "ffn_gate.weight", h.n_ff, h.n_embd);
     w.w_up = view(f, p + "ffn_up.weight", h.n_ff, h.n_embd);
@@ -78,10 +92,11 @@ const WeightView& Model::weight(const std::string& name) const {
   if (token_embd.name == name) return token_embd;
   if (output_norm.name == name) return output_norm;
   if (output.name == name) return output;
+  if (rope_freqs.present() && rope_freqs.name == name) return rope_freqs;
   for (const auto& l : layers)
     for (const WeightView* w : {&l.attn_norm, &l.wq, &l.bq, &l.wk, &l.bk, &l.wv, &l.bv, &l.wo,
-                                &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      if (w->name == name) return *w;
+                                &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.q_norm, &l.k_norm})
+      if (w->present() && w->name == name) return *w;
   fail(file->path(), ": no weight named '", name, "'");
 }
 
@@ -100,7 +115,10 @@ std::vector<std::pair<std::string, std::string>> Model::weight_type_summary() co
     cls["ffn_down"].insert(name(l.w_down.type));
     cls["norm"].insert(name(l.attn_norm.type));
     cls["norm"].insert(name(l.ffn_norm.type));
-    for (const WeightView* b : {&l.bq, &l.bk, &l.bv}) cls["bias"].insert(name(b->type));
+    for (const WeightView* b : {&l.bq, &l.bk, &l.bv})
+      if (b->present()) cls["bias"].insert(name(b->type));
+    for (const WeightView* n : {&l.q_norm, &l.k_norm})
+      if (n->present()) cls["norm"].insert(name(n->type));
   }
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [k, types] : cls) {

@@ -1,4 +1,4 @@
-// A loaded Qwen2 model: the mapped GGUF, its hyper-parameters and checked views of every weight.
+// A loaded model (qwen2, qwen3 or llama): the mapped GGUF, its hyper-parameters and checked views of every weight.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,16 +17,20 @@ struct WeightView {
   int64_t rows = 0, cols = 0;
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;
+
+  bool present() const { return !name.empty(); }  // optional weights stay empty when absent
 };
 
 struct LayerWeights {
   WeightView attn_norm, wq, bq, wk, bk, wv, bv, wo, ffn_norm, w_gate, w_up, w_down;
+  WeightView q_norm, k_norm;  // qwen3: per-head RMSNorm weights {head_dim}
 };
 
 struct Model {
   std::unique_ptr<GGUFFile> file;
   HParams hp;
   WeightView token_embd, output_norm, output;  // output == token_embd when tied
+  WeightView rope_freqs;  // llama 3.1+: head_dim/2 divisors of the RoPE frequencies, when present
   std::vector<LayerWeights> layers;
 
   // Maps the file and checks every tensor's presence, shape and type. Throws Error.

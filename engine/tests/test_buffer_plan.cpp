@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "exec/buffer_plan.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "model/generator.h"
 #include "model/model.h"
 

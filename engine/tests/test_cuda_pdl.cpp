@@ -22,7 +22,7 @@
 #include "cuda/pdl.h"
 #include "cuda_test_util.h"
 #include "exec/executor.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "test_models.h"
 #include "tiny_run.h"
 

@@ -22,7 +22,7 @@
 #include "cuda_test_util.h"
 #include "exec/generate.h"
 #include "exec/logits_summary.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "test_models.h"
 #include "tiny_run.h"
 

@@ -21,7 +21,7 @@
 #include "cuda/kernel_profiler.h"
 #include "cuda_test_util.h"
 #include "exec/executor.h"
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "test_models.h"
 #include "tiny_run.h"
 

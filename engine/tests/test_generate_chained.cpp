@@ -86,6 +86,8 @@ struct EogTokenizer final : Tokenizer {
   std::string token_bytes(int32_t) const override { return {}; }
   int32_t vocab_size() const override { return 151936; }
   int32_t eos_id() const override { return eog; }
+  int32_t bos_id() const override { return -1; }
+  bool adds_bos() const override { return false; }
   bool is_end_of_generation(int32_t id) const override { return id == eog; }
 };
 

@@ -77,11 +77,34 @@ constexpr Golden kTinyGolden[] = {
     {"q4_0", 7, "ab3a1aa0380d5244186365dc2eca3d5f6ae17e0ff9f67ba73c988bc3786bc1f9"},
 };
 
+// The other families' tiny presets (q8_0, seed 1), with their own vocabularies.
+struct FamilyGolden {
+  const char* preset;
+  const char* sha256;
+};
+constexpr FamilyGolden kFamilyGolden[] = {
+    {"qwen3-tiny", "b56ec73268da3f401eacb2817baad5507b8108ac80165801198e058778af40d4"},
+    {"llama-tiny", "db2fc876c8ef2a23650d2b98e662f7ef541bcc45276d988d976207c4294a6e6f"},
+};
+
 TEST(Generator, GoldenBytesForAnyThreadCount) {
   const std::string tok = minfer::testing::tokenizer_json();
   MINFER_REQUIRE_MODEL(std::filesystem::exists(tok) ? tok : std::string());  // skips without the vocabulary
   const std::string dir = std::string(MINFER_BINARY_DIR) + "/test-models";
   std::filesystem::create_directories(dir);
+  for (const FamilyGolden& g : kFamilyGolden)
+    for (int threads : {1, 4}) {
+      GenSpec s;
+      s.preset = g.preset;
+      s.weights = GenWeights::Q8_0;
+      s.threads = threads;
+      s.tokenizer_json = minfer::testing::tokenizer_json(preset_hparams(g.preset).arch);
+      MINFER_REQUIRE_MODEL(std::filesystem::exists(s.tokenizer_json) ? s.tokenizer_json : std::string());
+      const std::string path = dir + "/gen-golden-family." + std::to_string(::getpid()) + ".gguf";
+      generate_model(s, path);
+      EXPECT_EQ(trace::sha256_file(path, false), g.sha256) << g.preset << ", " << threads << " threads";
+      std::filesystem::remove(path);
+    }
   for (const Golden& g : kTinyGolden)
     for (int threads : {1, 4}) {
       GenSpec s;
@@ -149,5 +172,40 @@ TEST(Generator, Qwen25_7bPresetShapes) {
   EXPECT_EQ(h.n_vocab, 152064);
   EXPECT_FALSE(h.tied_embeddings);
   EXPECT_THROW(preset_hparams("qwen2.5-70b"), Error);
+}
+
+// The qwen3 and llama presets: the real checkpoints' shapes.
+TEST(Generator, Qwen3AndLlamaPresetShapes) {
+  const HParams q = preset_hparams("qwen3-0.6b");
+  EXPECT_EQ(q.arch, Architecture::Qwen3);
+  EXPECT_EQ(q.n_layer, 28);
+  EXPECT_EQ(q.n_embd, 1024);
+  EXPECT_EQ(q.n_head, 16);
+  EXPECT_EQ(q.head_dim, 128);
+  EXPECT_EQ(q.n_embd_q(), 2048);  // the attention width differs from n_embd
+  EXPECT_EQ(q.n_head_kv, 8);
+  EXPECT_EQ(q.n_ff, 3072);
+  EXPECT_EQ(q.n_vocab, 151936);
+  EXPECT_TRUE(q.tied_embeddings);
+  const HParams l1 = preset_hparams("llama-3.2-1b");
+  EXPECT_EQ(l1.arch, Architecture::Llama);
+  EXPECT_EQ(l1.n_layer, 16);
+  EXPECT_EQ(l1.n_embd, 2048);
+  EXPECT_EQ(l1.n_head, 32);
+  EXPECT_EQ(l1.head_dim, 64);
+  EXPECT_EQ(l1.n_head_kv, 8);
+  EXPECT_EQ(l1.n_ff, 8192);
+  EXPECT_EQ(l1.n_vocab, 128256);
+  EXPECT_DOUBLE_EQ(l1.rope_base, 500000);
+  EXPECT_DOUBLE_EQ(l1.rms_eps, 1e-5);
+  EXPECT_TRUE(l1.tied_embeddings);
+  const HParams l8 = preset_hparams("llama-3.1-8b");
+  EXPECT_EQ(l8.n_layer, 32);
+  EXPECT_EQ(l8.n_embd, 4096);
+  EXPECT_EQ(l8.n_head, 32);
+  EXPECT_EQ(l8.head_dim, 128);
+  EXPECT_EQ(l8.n_head_kv, 8);
+  EXPECT_EQ(l8.n_ff, 14336);
+  EXPECT_FALSE(l8.tied_embeddings);
 }
 }  // namespace minfer

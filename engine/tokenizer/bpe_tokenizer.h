@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -17,7 +18,9 @@ struct TokenizerVocab {
   std::vector<std::string> tokens;   // byte-level spellings ("Ġthe"); control tokens literally
   std::vector<int32_t> types;        // TokenType per token; empty means all Normal
   std::vector<std::string> merges;   // "left right", rank order
-  int32_t bos_id = -1, eos_id = -1, pad_id = -1;
+  int32_t bos_id = -1, eos_id = -1, pad_id = -1, eot_id = -1;
+  PreTokenizer pre = PreTokenizer::Qwen2;
+  bool add_bos = false;
   std::string source = "tokenizer";  // names the file in error messages
 };
 

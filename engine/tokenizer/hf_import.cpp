@@ -1,24 +1,21 @@
 // import_hf_tokenizer: HF tokenizer.json (+ tokenizer_config.json next to it, when present)
-// -> the GGUF tokenizer.ggml.* keys, as the common converters write them for Qwen2.
+// -> the GGUF tokenizer.ggml.* keys, as llama.cpp's converter writes them for Qwen and Llama 3.
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
 namespace {
 
 using nlohmann::json;
-
-// The split regex that pretokenize_qwen2.cpp implements.
-constexpr const char* kQwen2Pattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 json read_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -58,12 +55,20 @@ void import_hf_tokenizer(const std::string& path, int64_t vocab_size, GGUFWriter
     const json& model = j.at("model");
     if (model.contains("type") && model["type"] != "BPE")
       fail(path, ": model.type is ", model["type"].dump(), "; only BPE is supported");
-    if (j.contains("normalizer") && !j["normalizer"].is_null() && j["normalizer"].value("type", "") != "NFC")
-      fail(path, ": normalizer is ", j["normalizer"].dump(), "; minfer's Qwen2 tokenizer applies NFC only");
     std::vector<std::string> patterns;
     collect_patterns(j.value("pre_tokenizer", json()), patterns);
-    if (patterns.size() != 1 || patterns[0] != kQwen2Pattern)
-      fail(path, ": pre_tokenizer is not the Qwen2 split (found ", patterns.size(), " regex patterns)");
+    const std::optional<PreTokenizer> pre =
+        patterns.size() == 1 ? pre_tokenizer_from_hf_pattern(patterns[0]) : std::nullopt;
+    if (!pre)
+      fail(path, ": pre_tokenizer is neither the Qwen2 nor the Llama 3 split (found ", patterns.size(), " regex patterns)");
+    const bool has_normalizer = j.contains("normalizer") && !j["normalizer"].is_null();
+    const bool nfc = has_normalizer && j["normalizer"].value("type", "") == "NFC";
+    if (has_normalizer && !nfc)
+      fail(path, ": normalizer is ", j["normalizer"].dump(), "; minfer's tokenizer applies NFC only");
+    if (nfc && !info(*pre).nfc)
+      fail(path, ": normalizer is NFC, but minfer's ", info(*pre).gguf_name, " tokenizer does not normalize");
+    if (model.value("ignore_merges", false) && !info(*pre).ignore_merges)
+      fail(path, ": model.ignore_merges is true, but minfer's ", info(*pre).gguf_name, " tokenizer applies every merge");
 
     std::vector<std::string> tokens(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)));
     std::vector<int32_t> types(tokens.size(), static_cast<int32_t>(TokenType::Unused));
@@ -116,19 +121,20 @@ void import_hf_tokenizer(const std::string& path, int64_t vocab_size, GGUFWriter
     if (pad < 0) pad = eos;
 
     // Validate before writing anything: the same checks from_gguf will make.
+    const bool add_bos = config.value("add_bos_token", info(*pre).add_bos);
     TokenizerVocab check{tokens, types, merges, static_cast<int32_t>(bos), static_cast<int32_t>(eos),
-                         static_cast<int32_t>(pad), path};
+                         static_cast<int32_t>(pad), -1, *pre, add_bos, path};
     make_bpe_tokenizer(std::move(check));
 
     out.set("tokenizer.ggml.model", GGUFValue::str("gpt2"));
-    out.set("tokenizer.ggml.pre", GGUFValue::str("qwen2"));
+    out.set("tokenizer.ggml.pre", GGUFValue::str(info(*pre).gguf_name));
     out.set("tokenizer.ggml.tokens", GGUFValue::str_array(tokens));
     out.set("tokenizer.ggml.token_type", GGUFValue::i32_array(types));
     out.set("tokenizer.ggml.merges", GGUFValue::str_array(merges));
     if (bos >= 0) out.set("tokenizer.ggml.bos_token_id", GGUFValue::u32(static_cast<uint32_t>(bos)));
     if (eos >= 0) out.set("tokenizer.ggml.eos_token_id", GGUFValue::u32(static_cast<uint32_t>(eos)));
     if (pad >= 0) out.set("tokenizer.ggml.padding_token_id", GGUFValue::u32(static_cast<uint32_t>(pad)));
-    out.set("tokenizer.ggml.add_bos_token", GGUFValue::boolean(config.value("add_bos_token", false)));
+    out.set("tokenizer.ggml.add_bos_token", GGUFValue::boolean(add_bos));
     if (config.contains("chat_template") && config["chat_template"].is_string())
       out.set("tokenizer.chat_template", GGUFValue::str(config["chat_template"].get<std::string>()));
   } catch (const json::exception& e) {

@@ -75,10 +75,10 @@ int main(int argc, char** argv) {
     fs::create_directories(fs::path(out_dir) / "weights");
     nlohmann::json index;
     const HParams& h = m->hp;
-    index["hparams"] = {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd},
-                        {"n_layer", h.n_layer}, {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv},
-                        {"n_ff", h.n_ff}, {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps},
-                        {"tied", h.tied_embeddings}};
+    index["hparams"] = {{"architecture", architecture_name(h.arch)}, {"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx},
+                        {"n_embd", h.n_embd}, {"n_layer", h.n_layer}, {"n_head", h.n_head},
+                        {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
+                        {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied", h.tied_embeddings}};
     index["prompt_ids"] = ids;
     if (weights) {
       for (const auto& t : m->file->tensors()) {

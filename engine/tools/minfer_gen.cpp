@@ -1,5 +1,5 @@
-// minfer-gen: writes a Qwen2-architecture GGUF with deterministic random weights and the real
-// Qwen vocabulary.  minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m
+// minfer-gen: writes a qwen2, qwen3 or llama GGUF with deterministic random weights and the
+// family's real vocabulary.  minfer-gen --preset NAME --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m
 //                              [--seed S] [--threads N] [--tokenizer tokenizer.json] -o OUT.gguf
 // The bytes depend on preset, weights and seed only, never on the thread count.
 #include <chrono>
@@ -14,8 +14,10 @@
 
 namespace {
 const char* kUsage =
-    "usage: minfer-gen --preset tiny|qwen2.5-0.5b|qwen2.5-7b --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m "
+    "usage: minfer-gen --preset PRESET --weights f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m "
     "[--seed S] [--threads N] [--tokenizer tokenizer.json] -o OUT.gguf\n"
+    "  PRESET: tiny, qwen2.5-0.5b, qwen2.5-7b (qwen2), qwen3-tiny, qwen3-0.6b (qwen3), llama-tiny, llama-3.2-1b,\n"
+    "          llama-3.1-8b (llama); the Qwen vocabulary for qwen2/qwen3, Llama 3's for llama\n"
     "  --threads N: worker threads (default: MINFER_THREADS or every core); the output is the same for any N\n";
 }
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""Checks minfer's CPU backend against HF transformers' Qwen2ForCausalLM (code nobody here wrote).
+"""Checks minfer against HF transformers' Qwen2ForCausalLM, Qwen3ForCausalLM and
+LlamaForCausalLM (code nobody here wrote), picked by the dump's architecture.
 
 Input: a directory written by `minfer-dump MODEL --ids ... --out DIR` (dequantized weights,
 minfer's per-layer hidden states and last-row logits for both matmul paths, greedy tokens).
 The HF model is built from the same hyper-parameters, loaded with the same dequantized weights
 and run in float64 on the CPU. Prints a JSON report and writes it to --report.
+
+Llama: llama.cpp's converter permutes the rows of attn_q/attn_k so that ggml's adjacent-pair
+RoPE matches HF's rotate-half; they are permuted back here. rope_freqs.weight (Llama 3.1
+scaling) is not a HF weight: its factor goes into rope_scaling, and the HF inverse frequencies
+are checked against base^(-2i/d) / rope_freqs.
 """
 import argparse
 import json
@@ -13,7 +19,11 @@ import sys
 
 import numpy as np
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
+
+# Llama 3.1's rope scaling constants (the factor comes from rope_freqs.weight).
+LLAMA3_LOW_FREQ_FACTOR, LLAMA3_HIGH_FREQ_FACTOR, LLAMA3_OLD_CONTEXT = 1.0, 4.0, 8192
 
 
 def load_f32(path, shape=None):
@@ -21,15 +31,44 @@ def load_f32(path, shape=None):
     return a.reshape(shape) if shape is not None else a
 
 
+def unpermute_rows(w, n_head):
+    """Inverse of llama.cpp's permute(): GGUF adjacent-pair row order back to HF rotate-half."""
+    out, cols = w.shape
+    return w.reshape(n_head, out // n_head // 2, 2, cols).swapaxes(1, 2).reshape(out, cols)
+
+
 def build_hf(d, idx):
     h = idx["hparams"]
-    cfg = Qwen2Config(
+    arch = h.get("architecture", "qwen2")  # older dumps are qwen2
+    head_dim = h.get("head_dim", h["n_embd"] // h["n_head"])
+    common = dict(
         vocab_size=h["n_vocab"], hidden_size=h["n_embd"], intermediate_size=h["n_ff"],
         num_hidden_layers=h["n_layer"], num_attention_heads=h["n_head"],
         num_key_value_heads=h["n_head_kv"], max_position_embeddings=h["n_ctx"],
         rope_theta=h["rope_base"], rms_norm_eps=h["rms_eps"], tie_word_embeddings=h["tied"],
-        use_sliding_window=False, attn_implementation="eager", torch_dtype=torch.float64)
-    model = Qwen2ForCausalLM(cfg).to(torch.float64).eval()
+        attn_implementation="eager", torch_dtype=torch.float64)
+    divisors = None
+    if arch == "qwen2":
+        cfg, cls = Qwen2Config(use_sliding_window=False, **common), Qwen2ForCausalLM
+    elif arch == "qwen3":
+        cfg, cls = Qwen3Config(head_dim=head_dim, use_sliding_window=False, attention_bias=False, **common), Qwen3ForCausalLM
+    elif arch == "llama":
+        rope_scaling = None
+        if "rope_freqs.weight" in idx["weights"]:
+            divisors = load_f32(os.path.join(d, "weights", "rope_freqs.weight.f32")).astype(np.float64)
+            rope_scaling = {"rope_type": "llama3", "factor": float(divisors.max()),
+                            "low_freq_factor": LLAMA3_LOW_FREQ_FACTOR, "high_freq_factor": LLAMA3_HIGH_FREQ_FACTOR,
+                            "original_max_position_embeddings": LLAMA3_OLD_CONTEXT}
+        cfg = LlamaConfig(head_dim=head_dim, attention_bias=False, mlp_bias=False, rope_scaling=rope_scaling, **common)
+        cls = LlamaForCausalLM
+    else:
+        sys.exit(f"no HF model for architecture '{arch}'")
+    model = cls(cfg).to(torch.float64).eval()
+    if divisors is not None:
+        base = h["rope_base"] ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+        hf_inv = model.model.rotary_emb.inv_freq.double().numpy()
+        if not np.allclose(hf_inv, base / divisors, rtol=1e-5):
+            sys.exit(f"rope_freqs.weight does not match HF's llama3 rope scaling: {divisors} vs {base / hf_inv}")
     # GGUF name -> HF name. GGUF ne = [in, out] is stored row-major [out][in], as torch Linear.
     names = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
              "output.weight": "lm_head.weight"}
@@ -38,22 +77,28 @@ def build_hf(d, idx):
                  "attn_k.weight": "self_attn.k_proj.weight", "attn_k.bias": "self_attn.k_proj.bias",
                  "attn_v.weight": "self_attn.v_proj.weight", "attn_v.bias": "self_attn.v_proj.bias",
                  "attn_output.weight": "self_attn.o_proj.weight", "ffn_gate.weight": "mlp.gate_proj.weight",
-                 "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight"}
+                 "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight",
+                 "attn_q_norm.weight": "self_attn.q_norm.weight", "attn_k_norm.weight": "self_attn.k_norm.weight"}
     state = {}
     for gname, info in idx["weights"].items():
+        if gname == "rope_freqs.weight":
+            continue  # in rope_scaling, checked above
         if gname.startswith("blk."):
             _, layer, rest = gname.split(".", 2)
             hname = f"model.layers.{layer}.{per_layer[rest]}"
         else:
             hname = names[gname]
         shape = list(reversed(info["ne"]))
-        state[hname] = torch.from_numpy(load_f32(os.path.join(d, "weights", gname + ".f32"), shape).astype(np.float64))
+        w = load_f32(os.path.join(d, "weights", gname + ".f32"), shape).astype(np.float64)
+        if arch == "llama" and gname.endswith(("attn_q.weight", "attn_k.weight")):
+            w = unpermute_rows(w, h["n_head"] if gname.endswith("attn_q.weight") else h["n_head_kv"])
+        state[hname] = torch.from_numpy(np.ascontiguousarray(w))
     if h["tied"]:
         state["lm_head.weight"] = state["model.embed_tokens.weight"]
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [m for m in missing if "rotary" not in m]
     if missing or unexpected:
-        sys.exit(f"weights do not map onto Qwen2ForCausalLM: missing {missing}, unexpected {unexpected}")
+        sys.exit(f"weights do not map onto {cls.__name__}: missing {missing}, unexpected {unexpected}")
     return model
 
 

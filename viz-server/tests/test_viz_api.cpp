@@ -52,6 +52,7 @@ TEST_F(VizApi, ListsEveryTraceWithSummaryAndBrokenOnesWithTheirError) {
   json mmq = entry_named(list, "tiny-mmq.json");
   EXPECT_EQ(mmq["size"], mmq_text.size());
   EXPECT_EQ(mmq["model"], "tiny-q8_0.gguf");
+  EXPECT_EQ(mmq["architecture"], "qwen2");  // the family the trace list shows
   EXPECT_EQ(mmq["backend"], "cpu");
   EXPECT_EQ(mmq["matmul_path"], "mmq");
   EXPECT_EQ(mmq["steps"], 4);

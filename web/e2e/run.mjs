@@ -89,8 +89,12 @@ async function textContrast(selector) {
 
 const list = (await api('api/traces')).filter((e) => !e.error);
 check(list.length > 0, 'the server lists no readable trace');
-// The smallest readable v2 trace with decode steps is the quickest to inspect.
-const single = [...list].filter((e) => (e.steps ?? 0) >= 4 && (e.version ?? 2) >= 2 && !e.compare_path && e.backend !== 'cuda').sort((a, b) => a.size - b.size)[0] ?? list[0];
+// The smallest readable v2 qwen2 trace with decode steps is the quickest to inspect (the other
+// families' samples have their own test below).
+const isQwen2 = (e) => !e.architecture || e.architecture === 'qwen2';
+const single = [...list].filter((e) => (e.steps ?? 0) >= 4 && (e.version ?? 2) >= 2 && !e.compare_path && e.backend !== 'cuda' && isQwen2(e)).sort((a, b) => a.size - b.size)[0] ?? list[0];
+// One sample trace of each other model family (qwen3, llama), when the folder has them.
+const familySamples = [...new Map(list.filter((e) => !isQwen2(e) && !e.compare_path).map((e) => [e.architecture, e])).values()];
 // Separate MMQ and float recordings of one model and prompt on one backend (the float path is
 // `f32` on cpu, `f16` on cuda and in cpu traces before v3), the largest such pair first.
 const floatPath = (p) => p === 'f32' || p === 'f16';
@@ -572,6 +576,49 @@ await test('pipeline view: stages from the graph, drill-down to operators', asyn
   await page.waitForFunction(() => document.body.dataset.view === 'ops');
   check(/ffn_down/.test(await page.textContent('.inspector .node-title')), 'drill-down did not open the operator');
 });
+
+// qwen3 adds per-head Q/K norm nodes and an attention wider than n_embd; llama has rope_normal
+// and rope_freqs. Each family's sample opens: family in the header and the list, both views drawn.
+for (const fam of familySamples) {
+  await test(`${fam.architecture} sample: family shown, operators and pipeline drawn`, async () => {
+    await page.goto(server.url);
+    await ready();
+    const row = await page.$$eval('.traces-table tr', (trs, name) => {
+      const tr = trs.find((t) => t.querySelector('a.trace-link')?.textContent === name);
+      return tr ? tr.querySelector('td.family')?.textContent ?? '' : null;
+    }, fam.name);
+    check(row === fam.architecture, `the list shows family "${row}" for ${fam.name}`);
+    await page.goto(`${server.url}?trace=${encodeURIComponent(fam.name)}&step=1`);
+    await ready();
+    check(await page.$eval('body', (b) => b.dataset.state) === 'ready', await page.textContent('body'));
+    const meta = await page.textContent('.app-header .meta');
+    check(meta.includes(`${fam.architecture}, `), `the header does not name the family: ${meta}`);
+    const doc = await api(`api/traces/${encodeURIComponent(fam.name)}`);
+    const hp = doc.meta.model.hparams;
+    if (hp.n_head * hp.head_dim !== hp.n_embd)
+      check(meta.includes(`attention ${hp.n_head} × ${hp.head_dim} = ${hp.n_head * hp.head_dim} wide`), `the header hides the attention width: ${meta}`);
+    await page.waitForSelector('.graph-svg .node');
+    const drawn = await page.evaluate(() => ['blk.0.q_rope', 'blk.0.attn_q_norm', 'blk.0.attn'].map((n) => window.minferViz.findNode(n)));
+    check(drawn[0] >= 0 && drawn[2] >= 0, `rope/attention nodes missing: ${drawn}`);
+    if (fam.architecture === 'qwen3') {
+      check(drawn[1] >= 0, 'no attn_q_norm node in a qwen3 graph');
+      await page.click(`.graph-svg .node[data-id="${drawn[1]}"]`);
+      await page.waitForSelector('.inspector .stats-table');
+      check(/attn_q_norm/.test(await page.textContent('.inspector .node-title')), 'the q_norm node does not open');
+    }
+    await page.click('#view-pipeline');
+    await page.waitForSelector('.pipeline-view .pl-box');
+    const kinds = await page.$$eval('.pipeline-view .pl-box', (bs) => bs.map((b) => b.dataset.kind));
+    check(kinds.filter((k) => k === 'attention').length === hp.n_layer, `${kinds.filter((k) => k === 'attention').length} attention stages for ${hp.n_layer} layers`);
+    check(kinds.filter((k) => k === 'attn_norm').length === hp.n_layer, 'the Q/K norms were taken for extra RMSNorm stages');
+    await page.click('.pl-box[data-stage="L0.attention"]');
+    await page.waitForSelector('.inspector .stage-title');
+    const ops = await page.textContent('.inspector .stage-details');
+    check(/rope/.test(ops), `attention stage lists no rope: ${ops}`);
+    if (fam.architecture === 'qwen3') check(/attn_q_norm|head_rms_norm/.test(ops), `the attention stage hides the Q/K norm: ${ops}`);
+    await shot(`family-${fam.architecture}`);
+  });
+}
 
 await test('comparison view shows the first divergent node', async () => {
   check(pair, 'no mmq/float pair of the same model among the traces');

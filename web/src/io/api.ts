@@ -6,7 +6,7 @@ import type { Trace } from '../model/types';
 import { bytesToText } from './read-file';
 
 export interface TraceEntry {
-  name: string; size: number; model?: string; backend?: string; matmul_path?: string;
+  name: string; size: number; model?: string; architecture?: string; backend?: string; matmul_path?: string;
   steps?: number; tokens?: number; recorded_at?: string; error?: string;
   model_sha256?: string; prompt?: string; version?: number; compare_path?: string;   // compare_path: a paired trace
 }

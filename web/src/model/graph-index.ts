@@ -36,7 +36,7 @@ export type NodePath = 'attention' | 'ffn' | 'kv' | 'other';
 export function nodePath(n: GraphNode): NodePath {
   const short = shortName(n);
   if (n.op === 'kv_store' || /(^|_)kv|_cache/.test(short)) return 'kv';
-  if (/(^|_)(attn|q_|k_|v_|qkv)/.test(short) || n.op === 'rope' || n.op === 'attention') return 'attention';
+  if (/(^|_)(attn|q_|k_|v_|qkv)/.test(short) || /^rope/.test(n.op) || n.op === 'attention') return 'attention';
   if (/(^|_)ffn/.test(short) || n.op === 'swiglu' || n.op === 'silu') return 'ffn';
   return 'other';
 }

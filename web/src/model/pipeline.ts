@@ -19,7 +19,7 @@ export const STAGE_HELP: Record<StageKind, string> = {
   input: 'token ids and positions of the step',
   embedding: 'looks up one row of the embedding matrix per token',
   attn_norm: 'RMS-normalizes the residual stream before attention (times a learned gain)',
-  attention: 'Q/K/V projections (+bias), RoPE, the KV-cache store, causal attention over the cache, output projection',
+  attention: 'Q/K/V projections (+bias in qwen2), per-head Q/K RMSNorm (qwen3), RoPE, the KV-cache store, causal attention over the cache, output projection',
   attn_residual: 'adds the attention output back onto the residual stream',
   ffn_norm: 'RMS-normalizes the residual stream before the FFN',
   ffn: 'gate and up projections, SwiGLU, down projection',
@@ -44,7 +44,8 @@ export interface Pipeline {
   byNode: Map<number, Stage>;
 }
 
-const isNorm = (n: GraphNode) => /norm/.test(n.op) || (!!n.weight && /norm/.test(n.weight));
+// llama's "rope_normal" (ggml's name for adjacent-pair RoPE) is no norm.
+const isNorm = (n: GraphNode) => (/norm/.test(n.op) && !/^rope/.test(n.op)) || (!!n.weight && /norm/.test(n.weight));
 const isResidual = (n: GraphNode) => n.op === 'add' && !n.weight && n.src.length === 2;
 const weightClass = (n: GraphNode) => (n.weight ?? '').replace(/^.*blk\.\d+\./, '');
 
@@ -134,7 +135,7 @@ export function summarizeStage(g: TraceGraph, s: Stage, step: Step | undefined):
   let time: number | null = null, nonfinite = 0;
   for (const id of s.nodes) {
     const n = g.nodes[id];
-    if (n.weightType && n.weight && !/norm/.test(n.weight)) types.add(n.weightType);
+    if (n.weightType && n.weight && !/norm|rope_freqs/.test(n.weight)) types.add(n.weightType);
     if (n.fusedInto < 0 && !ops.includes(n.op)) ops.push(n.op);
     const r = step?.records.get(id);
     if (r?.timeUs !== null && r?.timeUs !== undefined) time = (time ?? 0) + r.timeUs;

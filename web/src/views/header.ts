@@ -4,6 +4,12 @@ import type { Trace } from '../model/types';
 import { el } from '../ui/dom';
 import { fmtNum } from '../ui/format';
 
+// qwen3's attention is n_head × head_dim wide, which may differ from n_embd: say so when it does.
+function attentionWidth(hp: Record<string, number>): string {
+  const w = hp.n_head * hp.head_dim;
+  return hp.n_head && hp.head_dim && w !== hp.n_embd ? `, attention ${hp.n_head} × ${hp.head_dim} = ${w} wide` : '';
+}
+
 export function header(a: Trace | null, b: Trace | null, openFile: () => void): HTMLElement {
   const open = el('button', { class: 'open-file', text: 'Open file…', title: 'open a local .json / .json.gz trace (or drop one on the page)' });
   open.addEventListener('click', openFile);
@@ -12,7 +18,7 @@ export function header(a: Trace | null, b: Trace | null, openFile: () => void): 
     const m = a.meta, hp = m.hparams as Record<string, number>;
     const tm = a.timings as Record<string, number> | null;
     const parts = [
-        m.modelFile || m.modelName, m.architecture && hp.n_layer ? `${m.architecture}, ${hp.n_layer} layers × ${hp.n_embd} wide` : '',
+        m.modelFile || m.modelName, m.architecture && hp.n_layer ? `${m.architecture}, ${hp.n_layer} layers × ${hp.n_embd} wide${attentionWidth(hp)}` : '',
         m.backend && `${m.backend}${m.device ? ` (${m.device})` : ''}`, m.matmulPath && `matmul path ${m.matmulPath}${b ? ` vs ${b.meta.matmulPath}` : ''}`,
         a.steps.length ? `${a.steps.length} steps` : '', `v${a.version}`,
         tm?.prefill_tok_s ? `prefill ${fmtNum(tm.prefill_tok_s, 3)} tokens/s` : '', tm?.decode_tok_s ? `decode ${fmtNum(tm.decode_tok_s, 3)} tokens/s` : '',

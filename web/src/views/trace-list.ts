@@ -14,11 +14,11 @@ export function traceListView(entries: TraceEntry[] | null, listError: string | 
     if (entries.length === 0) root.append(el('p', { class: 'muted', text: 'The server\'s traces directory is empty.' }));
     else {
       const t = el('table', { class: 'grid-table traces-table' },
-        el('tr', {}, ...['name', 'size', 'model', 'backend', 'matmul path', 'steps', 'tokens', 'recorded at (UTC)', ''].map((h) => el('th', { text: h }))));
+        el('tr', {}, ...['name', 'size', 'model', 'family', 'backend', 'matmul path', 'steps', 'tokens', 'recorded at (UTC)', ''].map((h) => el('th', { text: h }))));
       for (const e of entries) {
         const a = el('a', { href: `?trace=${encodeURIComponent(e.name)}`, class: 'trace-link', text: e.name });
         t.append(el('tr', { class: e.error ? 'broken' : '' }, el('td', {}, e.error ? el('span', { text: e.name }) : a),
-          el('td', { text: fmtBytes(e.size) }), el('td', { text: e.model ?? '—' }), el('td', { text: e.backend ?? '—' }),
+          el('td', { text: fmtBytes(e.size) }), el('td', { text: e.model ?? '—' }), el('td', { class: 'family', text: e.architecture || '—' }), el('td', { text: e.backend ?? '—' }),
           el('td', { text: e.compare_path ? `${e.matmul_path} vs ${e.compare_path} (paired)` : e.matmul_path ?? '—' }), el('td', { text: e.steps === undefined ? '—' : fmtInt(e.steps) }),
           el('td', { text: e.tokens === undefined ? '—' : fmtInt(e.tokens) }), el('td', { text: e.recorded_at ?? '—' }),
           el('td', { class: 'err', text: e.error ? `cannot be read: ${e.error}` : '' })));

@@ -1,4 +1,4 @@
-#include "tokenizer/pretokenize_qwen2.h"
+#include "tokenizer/pretokenize.h"
 
 #include <cstdint>
 
@@ -6,6 +6,18 @@
 
 namespace minfer {
 namespace {
+
+constexpr PreTokenizerInfo kQwen2{
+    "qwen2",
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    true, false, false};
+constexpr PreTokenizerInfo kLlamaBpe{
+    "llama-bpe",
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    false, true, true};
+constexpr PreTokenizer kAll[] = {PreTokenizer::Qwen2, PreTokenizer::LlamaBpe};
 
 enum : uint8_t { kLetter = 1, kNumber = 2, kSpace = 4, kNewline = 8 };
 
@@ -22,7 +34,7 @@ char32_t ascii_lower(char32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 class Matcher {
  public:
-  explicit Matcher(std::u32string_view t) : t_(t), k_(t.size()) {
+  Matcher(std::u32string_view t, size_t max_digits) : t_(t), k_(t.size()), max_digits_(max_digits) {
     for (size_t i = 0; i < t.size(); ++i) k_[i] = char_class(t[i]);
   }
 
@@ -30,7 +42,7 @@ class Matcher {
   size_t match_at(size_t i) const {
     if (size_t e = contraction(i)) return e;
     if (size_t e = letters(i)) return e;
-    if (has(i, kNumber)) return i + 1;                      // \p{N}
+    if (has(i, kNumber)) return digits(i);
     if (size_t e = symbols(i)) return e;
     return whitespace(i);
   }
@@ -61,6 +73,13 @@ class Matcher {
     return 0;
   }
 
+  // \p{N} (qwen2) or \p{N}{1,3} (llama-bpe)
+  size_t digits(size_t i) const {
+    size_t j = i + 1;
+    while (j - i < max_digits_ && has(j, kNumber)) ++j;
+    return j;
+  }
+
   // ' '?[^\s\p{L}\p{N}]+[\r\n]*
   size_t symbols(size_t i) const {
     size_t j = (t_[i] == ' ' && is_symbol(i + 1)) ? i + 1 : i;
@@ -80,12 +99,29 @@ class Matcher {
 
   std::u32string_view t_;
   std::vector<uint8_t> k_;
+  size_t max_digits_;
 };
 
 }  // namespace
 
-std::vector<TextSpan> pretokenize_qwen2(std::u32string_view text) {
-  Matcher m(text);
+const PreTokenizerInfo& info(PreTokenizer p) { return p == PreTokenizer::LlamaBpe ? kLlamaBpe : kQwen2; }
+
+std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) {
+  for (PreTokenizer p : kAll)
+    if (name == info(p).gguf_name) return p;
+  return std::nullopt;
+}
+
+std::optional<PreTokenizer> pre_tokenizer_from_hf_pattern(std::string_view pattern) {
+  for (PreTokenizer p : kAll)
+    if (pattern == info(p).hf_pattern) return p;
+  return std::nullopt;
+}
+
+const char* supported_pre_tokenizers() { return "'qwen2' or 'llama-bpe'"; }
+
+std::vector<TextSpan> pretokenize(PreTokenizer p, std::u32string_view text) {
+  Matcher m(text, p == PreTokenizer::LlamaBpe ? 3 : 1);
   std::vector<TextSpan> spans;
   for (size_t i = 0; i < text.size();) {
     size_t e = m.match_at(i);

@@ -1,4 +1,4 @@
-#include "graph/build_qwen2.h"
+#include "graph/build_graph.h"
 
 #include <cstdlib>
 #include <string>
@@ -27,9 +27,10 @@ struct Builder {
     return g.add(std::move(n));
   }
 
-  // x @ W^T followed by a separate bias add (fusion folds it in).
-  int linear_bias(const std::string& name, int x, const WeightView& w, const WeightView& b, int layer) {
+  // x @ W^T, then a separate bias add when the family has one (fusion folds it in).
+  int linear(const std::string& name, int x, const WeightView& w, const WeightView& b, int layer) {
     int mm = node(name, Op::MatMul, {x}, w.rows, layer, &w);
+    if (!b.present()) return mm;
     int add = node(name + "_bias", Op::AddBias, {mm}, w.rows, layer);
     g.nodes[static_cast<size_t>(add)].bias = b.name;
     return add;
@@ -38,8 +39,11 @@ struct Builder {
 
 }  // namespace
 
-Graph build_qwen2_graph(const Model& m, Phase phase, int n_tokens) {
+Graph build_graph(const Model& m, Phase phase, int n_tokens) {
   const HParams& h = m.hp;
+  const ArchitectureTraits& arch = traits(h.arch);
+  const Op rope = arch.rope == RopeMode::NeoX ? Op::Rope : Op::RopeNormal;
+  const WeightView* rope_freqs = m.rope_freqs.present() ? &m.rope_freqs : nullptr;
   Builder b{m, Graph{}, n_tokens};
   b.g.phase = phase;
   b.g.n_tokens = n_tokens;
@@ -53,14 +57,18 @@ Graph build_qwen2_graph(const Model& m, Phase phase, int n_tokens) {
     const LayerWeights& w = m.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     int an = b.node(p + "attn_norm", Op::RmsNorm, {x}, h.n_embd, l, &w.attn_norm);
-    int q = b.linear_bias(p + "attn_q", an, w.wq, w.bq, l);
-    int k = b.linear_bias(p + "attn_k", an, w.wk, w.bk, l);
-    int v = b.linear_bias(p + "attn_v", an, w.wv, w.bv, l);
-    int qr = b.node(p + "q_rope", Op::Rope, {q, positions}, h.n_embd, l);
-    int kr = b.node(p + "k_rope", Op::Rope, {k, positions}, h.n_embd_kv(), l);
+    int q = b.linear(p + "attn_q", an, w.wq, w.bq, l);
+    int k = b.linear(p + "attn_k", an, w.wk, w.bk, l);
+    int v = b.linear(p + "attn_v", an, w.wv, w.bv, l);
+    if (arch.qk_norm) {
+      q = b.node(p + "attn_q_norm", Op::HeadRmsNorm, {q}, h.n_embd_q(), l, &w.q_norm);
+      k = b.node(p + "attn_k_norm", Op::HeadRmsNorm, {k}, h.n_embd_kv(), l, &w.k_norm);
+    }
+    int qr = b.node(p + "q_rope", rope, {q, positions}, h.n_embd_q(), l, rope_freqs);
+    int kr = b.node(p + "k_rope", rope, {k, positions}, h.n_embd_kv(), l, rope_freqs);
     int kv = b.node(p + "kv_store", Op::KvStore, {kr, v, positions}, 2 * h.n_embd_kv(), l);
     b.g.nodes[static_cast<size_t>(kv)].has_output = false;
-    int at = b.node(p + "attn", Op::Attention, {qr, kv, positions}, h.n_embd, l);
+    int at = b.node(p + "attn", Op::Attention, {qr, kv, positions}, h.n_embd_q(), l);
     int ao = b.node(p + "attn_output", Op::MatMul, {at}, h.n_embd, l, &w.wo);
     int r1 = b.node(p + "attn_residual", Op::Add, {x, ao}, h.n_embd, l);
     int fn = b.node(p + "ffn_norm", Op::RmsNorm, {r1}, h.n_embd, l, &w.ffn_norm);
@@ -108,7 +116,7 @@ void fuse(Graph& g) {
 }
 
 Graph make_graph(const Model& m, Phase phase, int n_tokens) {
-  Graph g = build_qwen2_graph(m, phase, n_tokens);
+  Graph g = build_graph(m, phase, n_tokens);
   const char* nf = std::getenv("MINFER_NO_FUSION");
   if (!(nf && std::string(nf) == "1")) fuse(g);
   return g;

@@ -1,12 +1,13 @@
-// Builds the Qwen2 compute graph for one phase from the model's hyper-parameters (unfused);
-// fuse() then folds bias adds into matmuls and silu*mul into swiglu.
+// Builds the compute graph of a qwen2, qwen3 or llama model for one phase from its
+// hyper-parameters and architecture traits (unfused); fuse() then folds bias adds into matmuls
+// and silu*mul into swiglu.
 #pragma once
 #include "graph/graph.h"
 #include "model/model.h"
 
 namespace minfer {
 
-Graph build_qwen2_graph(const Model& m, Phase phase, int n_tokens);
+Graph build_graph(const Model& m, Phase phase, int n_tokens);
 // Folds AddBias into the preceding MatMul and Silu+Mul into SwiGLU. The folded nodes stay in
 // the graph with fused_into set (visible in --dump-graph and traces), consumers are rewired.
 void fuse(Graph& g);

@@ -1,0 +1,206 @@
+// The qwen3 and llama families on the CPU, end to end: the generated tiny models carry exactly
+// the metadata keys and tensor names llama.cpp's converter writes (literal lists below, from
+// convert_hf_to_gguf.py / gguf-py's constants), their graphs have each family's nodes and widths,
+// and `minfer` runs them with a trace that `minfer-trace validate` accepts.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/build_graph.h"
+#include "model/model.h"
+#include "test_models.h"
+
+namespace fs = std::filesystem;
+using namespace minfer;
+
+namespace {
+
+const std::string kBin = std::string(MINFER_BINARY_DIR) + "/bin/";
+
+// Keys every family writes, with ARCH for general.architecture.
+const std::vector<std::string> kCommonKeys = {
+    "general.architecture", "general.name", "general.quantization_version", "ARCH.context_length",
+    "ARCH.embedding_length", "ARCH.block_count", "ARCH.feed_forward_length", "ARCH.attention.head_count",
+    "ARCH.attention.head_count_kv", "ARCH.rope.freq_base", "ARCH.attention.layer_norm_rms_epsilon",
+    "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+    "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token"};
+const std::vector<std::string> kQwen3Keys = {"qwen3.attention.key_length", "qwen3.attention.value_length"};
+const std::vector<std::string> kLlamaKeys = {"llama.vocab_size", "llama.rope.dimension_count"};
+const std::vector<std::string> kLayerTensors = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                                "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+
+std::set<std::string> expected_keys(const std::string& arch, const std::vector<std::string>& extra) {
+  std::set<std::string> keys(extra.begin(), extra.end());
+  for (std::string k : kCommonKeys) {
+    if (k.rfind("ARCH.", 0) == 0) k = arch + k.substr(4);
+    keys.insert(k);
+  }
+  return keys;
+}
+
+// The file's keys, less minfer's own (minfer.generator.*) and the optional chat template.
+std::set<std::string> written_keys(const GGUFFile& f) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : f.metadata())
+    if (k.rfind("minfer.", 0) != 0 && k != "tokenizer.chat_template") keys.insert(k);
+  return keys;
+}
+
+std::set<std::string> written_tensors(const GGUFFile& f) {
+  std::set<std::string> names;
+  for (const auto& t : f.tensors()) names.insert(t.name);
+  return names;
+}
+
+std::set<std::string> expected_tensors(int64_t n_layer, const std::vector<std::string>& layer_extra,
+                                       const std::vector<std::string>& global_extra) {
+  std::set<std::string> names = {"token_embd.weight", "output_norm.weight"};
+  for (const auto& g : global_extra) names.insert(g + ".weight");
+  for (int64_t l = 0; l < n_layer; ++l) {
+    for (const auto& t : kLayerTensors) names.insert("blk." + std::to_string(l) + "." + t + ".weight");
+    for (const auto& t : layer_extra) names.insert("blk." + std::to_string(l) + "." + t + ".weight");
+  }
+  return names;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+int sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// Runs the model on the CPU with a trace, validates it, and returns the trace.
+nlohmann::json run_traced(const std::string& model, const std::string& tag) {
+  const fs::path dir = fs::path(MINFER_BINARY_DIR) / "test-families" / tag;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string t = (dir / "t.json").string(), log = (dir / "log").string();
+  EXPECT_EQ(sh("MINFER_TRACE=" + t + " " + kBin + "minfer " + model +
+               " \"Hello, it's 12345 apples\" -n 5 --backend cpu --quiet >" + log + " 2>&1"),
+            0)
+      << slurp(log);
+  EXPECT_EQ(sh(kBin + "minfer-trace validate " + t + " >" + log + " 2>&1"), 0) << slurp(log);
+  return nlohmann::json::parse(slurp(t));
+}
+
+const nlohmann::json* graph_node(const nlohmann::json& graph, const std::string& name) {
+  for (const auto& n : graph.at("nodes"))
+    if (n.at("name") == name) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(ModelFamilies, Qwen3KeysAndTensorsAreLlamaCppNames) {
+  auto p = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(p);
+  auto f = GGUFFile::open(p);
+  EXPECT_EQ(written_keys(*f), expected_keys("qwen3", kQwen3Keys));
+  EXPECT_EQ(written_tensors(*f), expected_tensors(2, {"attn_q_norm", "attn_k_norm"}, {}));
+  EXPECT_EQ(f->get_string("general.architecture"), "qwen3");
+  EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), "qwen2");
+  EXPECT_FALSE(f->get_bool("tokenizer.ggml.add_bos_token"));
+  EXPECT_EQ(f->tensor("blk.0.attn_q.weight").ne, (std::vector<int64_t>{64, 128}));  // n_embd -> 4 x 32
+  EXPECT_EQ(f->tensor("blk.0.attn_output.weight").ne, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(f->tensor("blk.0.attn_q_norm.weight").ne, (std::vector<int64_t>{32}));
+}
+
+TEST(ModelFamilies, LlamaKeysAndTensorsAreLlamaCppNames) {
+  auto p = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(p);
+  auto f = GGUFFile::open(p);
+  EXPECT_EQ(written_keys(*f), expected_keys("llama", kLlamaKeys));
+  EXPECT_EQ(written_tensors(*f), expected_tensors(2, {}, {"rope_freqs"}));
+  EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), "llama-bpe");
+  EXPECT_TRUE(f->get_bool("tokenizer.ggml.add_bos_token"));
+  EXPECT_EQ(f->get_int("tokenizer.ggml.bos_token_id"), 128000);
+  EXPECT_EQ(f->get_int("tokenizer.ggml.eos_token_id"), 128001);
+  EXPECT_EQ(f->tensor("rope_freqs.weight").ne, (std::vector<int64_t>{8}));
+  EXPECT_EQ(f->tensor("token_embd.weight").ne, (std::vector<int64_t>{64, 128256}));
+}
+
+TEST(ModelFamilies, GraphsHaveEachFamilysNodes) {
+  auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(q3);
+  auto m = Model::load(q3);
+  Graph g = make_graph(*m, Phase::Prefill, 3);
+  EXPECT_EQ(g.node(g.find("blk.0.attn_q_norm")).op, Op::HeadRmsNorm);
+  EXPECT_EQ(g.node(g.find("blk.0.q_rope")).src[0], g.find("blk.0.attn_q_norm"));
+  EXPECT_EQ(g.node(g.find("blk.0.attn")).shape, (std::vector<int64_t>{3, 128}));  // 4 heads x 32, not n_embd
+  EXPECT_EQ(g.find("blk.0.attn_q_bias"), -1);
+  EXPECT_TRUE(g.node(g.find("blk.0.attn_q")).bias.empty());
+
+  auto ll = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  auto ml = Model::load(ll);
+  Graph gl = make_graph(*ml, Phase::Decode, 1);
+  const Node& rope = gl.node(gl.find("blk.1.k_rope"));
+  EXPECT_EQ(rope.op, Op::RopeNormal);
+  EXPECT_EQ(rope.weight, "rope_freqs.weight");
+  EXPECT_EQ(gl.find("blk.0.attn_q_norm"), -1);
+}
+
+TEST(ModelFamilies, Qwen3TinyRunsOnCpuWithAValidTrace) {
+  auto p = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(p);
+  const auto t = run_traced(p, "qwen3");
+  EXPECT_EQ(t["meta"]["model"]["architecture"], "qwen3");
+  EXPECT_EQ(t["steps"].size(), 5u);
+  const auto* qn = graph_node(t["graphs"][0], "blk.1.attn_k_norm");
+  ASSERT_NE(qn, nullptr);
+  EXPECT_EQ((*qn)["op"], "head_rms_norm");
+}
+
+TEST(ModelFamilies, LlamaTinyRunsOnCpuWithAValidTraceAndBos) {
+  auto p = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(p);
+  const auto t = run_traced(p, "llama");
+  EXPECT_EQ(t["meta"]["model"]["architecture"], "llama");
+  EXPECT_EQ(t["steps"][0]["tokens"][0]["id"], 128000) << "the prompt starts with <|begin_of_text|>";
+  const auto* rope = graph_node(t["graphs"][0], "blk.0.q_rope");
+  ASSERT_NE(rope, nullptr);
+  EXPECT_EQ((*rope)["op"], "rope_normal");
+}
+
+TEST(ModelFamilies, TokenizeAddsLlamaBosOnly) {
+  auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(q3);
+  auto ll = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  const fs::path out = fs::path(MINFER_BINARY_DIR) / "test-families" / "tokenize.txt";
+  fs::create_directories(out.parent_path());
+  ASSERT_EQ(sh(kBin + "minfer tokenize " + ll + " 'Hello world' >" + out.string()), 0);
+  EXPECT_EQ(slurp(out.string()), "[128000,9906,1917]\n");
+  ASSERT_EQ(sh(kBin + "minfer tokenize " + q3 + " 'Hello world' >" + out.string()), 0);
+  EXPECT_EQ(slurp(out.string()), "[9707,1879]\n");
+}
+
+// The CUDA backend does not run qwen3/llama yet: --backend cuda is an error that says so (on any
+// machine), and auto picks the CPU at start, saying why, instead of switching mid-run.
+TEST(ModelFamilies, CudaBackendRefusesTheNewFamiliesUpFront) {
+  auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(q3);
+  const fs::path log = fs::path(MINFER_BINARY_DIR) / "test-families" / "cuda-refusal.txt";
+  fs::create_directories(log.parent_path());
+  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 --backend cuda >" + log.string() + " 2>&1"), 1);
+  EXPECT_NE(slurp(log.string()).find("--backend cuda: qwen3 is not yet supported on the CUDA backend; use --backend cpu"),
+            std::string::npos)
+      << slurp(log.string());
+  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 >" + log.string() + " 2>&1"), 0) << slurp(log.string());
+  EXPECT_NE(slurp(log.string()).find("backend: auto picks cpu: qwen3 is not yet supported on the CUDA backend"),
+            std::string::npos)
+      << slurp(log.string());
+}
