@@ -573,6 +573,11 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
     case Op::LastRow:
       cuda::copy_row(in(0), g.node(n.src[0]).rows() - 1, cols, y, stream);
       break;
+    case Op::HeadRmsNorm:
+    case Op::RopeNormal:
+      // qwen3 / llama ops: the CLI refuses those families on CUDA before a backend starts
+      // (backend_choice.cpp); a graph that reaches here anyway is an error, never a skipped node.
+      fail("CUDA backend: node ", n.name, " (", op_name(n.op), ") has no CUDA kernel yet (qwen3/llama run on the CPU)");
   }
 }
 
