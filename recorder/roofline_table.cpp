@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "format_number.h"
 #include "step_roofline.h"
 
 namespace minfer::trace {
@@ -12,12 +13,6 @@ namespace minfer::trace {
 using nlohmann::json;
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "format_number.h"
 #include "roofline_table.h"
 
 namespace minfer::trace {
@@ -13,12 +14,6 @@ namespace minfer::trace {
 using nlohmann::json;
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string printable(std::string s) {
   for (char& c : s)
