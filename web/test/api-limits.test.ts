@@ -16,7 +16,7 @@ describe('sliced loading at the server limit', () => {
           { status: 413, statusText: 'Payload Too Large', headers: { 'Content-Type': 'application/json' } });
       return new Response('{}', { status: 200 });
     });
-    await expect(fetchTraceProgressive('big.json', 0)).rejects.toThrow(/more than 100000 steps.*--max-steps/);
+    await expect(fetchTraceProgressive('big.json', 0, null)).rejects.toThrow(/more than 100000 steps.*--max-steps/);
     expect(urls).toEqual(['api/slices/big.json/index']);
   });
 });
