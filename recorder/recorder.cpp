@@ -17,18 +17,13 @@
 #include "json_out.h"
 #include "logits_compare.h"
 #include "exec/logits_summary.h"
+#include "core/build_stamp.h"
 #include "selection.h"
 #include "step_journal.h"
 #include "step_json.h"
 #include "step_pipeline.h"
 #include "trace_file.h"
 
-#ifndef MINFER_VERSION
-#define MINFER_VERSION "unknown"
-#endif
-#ifndef MINFER_GIT_COMMIT
-#define MINFER_GIT_COMMIT "unknown"
-#endif
 
 namespace minfer::trace {
 

@@ -1,6 +1,7 @@
 #include "api_routes.h"
 
 #include "compare_traces.h"
+#include "core/build_stamp.h"
 #include "core/error.h"
 #include "gzip_codec.h"
 #include "http_util.h"

@@ -1,5 +1,7 @@
 #include "cli/run_cli.h"
 
+#include "core/build_stamp.h"
+
 #include "recorder_options.h"
 
 #include <chrono>

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/build_stamp.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
 #include "cli/backend_choice.h"

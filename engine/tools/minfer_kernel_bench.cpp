@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/build_stamp.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"

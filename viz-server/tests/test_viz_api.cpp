@@ -1,6 +1,7 @@
 // The JSON API and the static web app through a real client against an in-process server.
 #include <gtest/gtest.h>
 
+#include "core/build_stamp.h"
 #include "viz_fixture.h"
 
 namespace minfer::viz::test {
