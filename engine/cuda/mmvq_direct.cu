@@ -1,13 +1,15 @@
-// The direct decode matvec for Q4_0 (mmvq_stream_args.cuh): the kernel stream_matvec launches
-// when every matrix is Q4_0 with rows of whole 8-block units (n_in a multiple of 256).
+// The direct decode matvec for Q4_0 and Q8_0 (mmvq_stream_args.cuh): the kernel stream_matvec
+// launches when every matrix is Q4_0 with rows of whole 8-block units (n_in a multiple of 256),
+// or every matrix Q8_0 with rows of whole 4-block units (n_in a multiple of 128).
 //
 // Why: the ring kernel (mmvq_stream.cu) reads a Q4_0 block in quarters from shared memory at its
 // 2-byte alignment; on the H200 it moved 7B weights at 31-49 % of the streaming read, with the
 // SM issuing half the time (ncu): instructions per byte, not bytes in flight, were the limit.
-// 8 Q4_0 blocks are 144 bytes = 9 aligned 16-byte words, so a lane loads a whole unit straight
-// into registers (9 LDG.128), finds each block's scale and codes there with at most one byte
-// permute per int, and reads the activation codes as two 16-byte words per block from a split
-// copy of the Q8_1 row in shared memory: ~33 instructions per 18-byte block and row.
+// 8 Q4_0 blocks are 144 bytes = 9 aligned 16-byte words (4 Q8_0 blocks: 136 bytes = 17 aligned
+// 8-byte words), so a lane loads a whole unit straight into registers, finds each block's scale
+// and codes there with at most one byte permute per int (blocks alternate between starting on a
+// word and 2 bytes into one), and reads the activation codes as two 16-byte words per block from
+// a split copy of the Q8_1 row in shared memory: ~33 instructions per 18-byte Q4_0 block and row.
 //
 // Thread-to-data. A CTA of 256 threads, 2 CTAs per SM. Warp w of the grid's n takes the groups
 // [w * G / n, (w + 1) * G / n) (groups as the ring kernel's: two rows of a matvec, or gate row i
@@ -18,14 +20,16 @@
 // 16-lane butterfly; so it depends on n_in only, never on the grid, the group or the half: mmvq,
 // mmvq_fused and mmvq_swiglu_fused give a row the same bits.
 //
-// Math per block (Q8_1 activations a, scale d_a; weight codes q in 0..15, value d_w (q - 8)):
-//     isum = sum_k q_k a_k - 8 * sum_k a_k     (exact integers; sum_k a_k precomputed per block)
+// Math per block (Q8_1 activations a, scale d_a; Q4_0 codes q in 0..15, value d_w (q - 8); Q8_0
+// codes q signed, value d_w q):
+//     isum = sum_k q_k a_k [- 8 * sum_k a_k]   (exact integers; sum_k a_k precomputed per block)
 //     acc  = fma(d_w * d_a, float(isum), acc)
 // Shared memory: the Q8_1 row (as the prologue writes it), its codes as int4 pairs per block and
 // (d_a, sum a) per block, both padded per unit: the lanes of a half-warp read the same block of
-// 16 different units, 256 (codes) and 64 (ActBlock) bytes apart without the pad, all in one bank
-// group (16- and 8-way conflicts); with one 16-byte pad per unit of codes (stride 272) and one
-// ActBlock per unit (stride 72), 8 consecutive units start in 8 different 16-byte bank groups.
+// 16 different units, 256 (codes) and 64 (ActBlock) bytes apart without the pad (Q4_0), all in
+// one bank group (16- and 8-way conflicts; measured 1.5x slower than the ring kernel); with one
+// 16-byte pad per unit of codes (stride 272, Q8_0 144) and one ActBlock per unit (stride 72, Q8_0
+// 40), consecutive units start in different bank groups.
 #include <cuda_fp16.h>
 
 #include "core/error.h"
@@ -37,11 +41,22 @@
 namespace minfer::cuda::stream_detail {
 namespace {
 
-constexpr int kUnitBlocks = 8;                                    // blocks per unit
-constexpr int kUnitBytes = kUnitBlocks * sizeof(BlockQ4_0);       // 144
-constexpr int kUnitWords = kUnitBytes / 16;                       // 9 16-byte words
-constexpr int kHalf = 16;                                         // lanes per row
-static_assert(sizeof(BlockQ4_0) == 18 && kUnitBytes % 16 == 0);
+constexpr int kHalf = 16;  // lanes per row
+
+// A unit: kBlocks consecutive blocks of a row, loaded as kLoads words of type Load.
+template <WeightType T> struct Unit;
+template <> struct Unit<WeightType::Q4_0> {
+  static constexpr int kBlocks = 8, kBlockBytes = 18, kLoads = 9, kOffset = 8;  // codes q - 8
+  using Load = uint4;
+};
+template <> struct Unit<WeightType::Q8_0> {
+  static constexpr int kBlocks = 4, kBlockBytes = 34, kLoads = 17, kOffset = 0;
+  using Load = uint2;
+};
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34);
+static_assert(8 * 18 == 9 * sizeof(uint4) && 4 * 34 == 17 * sizeof(uint2));
+template <WeightType T> constexpr int kUnitBytes = Unit<T>::kBlocks * Unit<T>::kBlockBytes;
+template <WeightType T> constexpr int kUnitWords32 = kUnitBytes<T> / 4;
 
 struct ActBlock {
   float d;   // d_a
@@ -50,58 +65,73 @@ struct ActBlock {
 
 // Shared-memory layout after the Q8_1 row: codes [units][kCodeStride] int4, then
 // [units][kActStride] ActBlock (the last of each unit's row a pad).
-constexpr int kCodeStride = 2 * kUnitBlocks + 1;  // int4 per unit
-constexpr int kActStride = kUnitBlocks + 1;       // ActBlock per unit
+template <WeightType T> constexpr int kCodeStride = 2 * Unit<T>::kBlocks + 1;  // int4 per unit
+template <WeightType T> constexpr int kActStride = Unit<T>::kBlocks + 1;       // ActBlock per unit
 struct Smem {
   const int4* codes;
   const ActBlock* act;
 };
-__host__ __device__ constexpr int64_t code_bytes(int64_t units) { return units * kCodeStride * 16; }
-__host__ __device__ constexpr int64_t act_bytes(int64_t units) { return units * kActStride * 8; }
+template <WeightType T>
+__host__ __device__ constexpr int64_t code_bytes(int64_t units) { return units * kCodeStride<T> * 16; }
+template <WeightType T>
+__host__ __device__ constexpr int64_t act_bytes(int64_t units) { return units * kActStride<T> * 8; }
 
-// The dot of one 8-block unit (words w: 144 bytes of one row) with unit `unit` of the activation.
-__device__ __forceinline__ float dot_unit(const uint4 (&w)[kUnitWords], const Smem& sm, int unit) {
-  const uint32_t* u = reinterpret_cast<const uint32_t*>(w);
-  float acc = 0.0f;
+// The n 32-bit words of a block's codes starting at byte `at` of the unit (a multiple of 2).
+template <int kAt, int kN>
+__device__ __forceinline__ void words_at(const uint32_t* u, int (&q)[kN]) {
 #pragma unroll
-  for (int j = 0; j < kUnitBlocks; ++j) {
-    // Block j occupies bytes 18j .. 18j+17: scale (2 bytes), then 16 bytes of codes. For even j
-    // the block starts on a word, so the codes straddle words; for odd j they start on one.
-    uint32_t dbits;
-    int q[4];
-    if (j % 2 == 0) {
-      const int w0 = 9 * j / 2;
-      dbits = u[w0] & 0xFFFFu;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) q[t] = static_cast<int>(__byte_perm(u[w0 + t], u[w0 + t + 1], 0x5432));
-    } else {
-      const int w0 = (9 * j - 1) / 2;
-      dbits = u[w0] >> 16;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) q[t] = static_cast<int>(u[w0 + 1 + t]);
-    }
-    const int4 a_lo = sm.codes[kCodeStride * unit + 2 * j], a_hi = sm.codes[kCodeStride * unit + 2 * j + 1];
-    const ActBlock ab = sm.act[kActStride * unit + j];
-    // Low nibbles: elements 4t..4t+3 (codes of a_lo), high nibbles: 16+4t.. (a_hi).
-    int isum = -8 * ab.sum;
-    isum = __dp4a(q[0] & 0x0F0F0F0F, a_lo.x, isum);
-    isum = __dp4a(q[1] & 0x0F0F0F0F, a_lo.y, isum);
-    isum = __dp4a(q[2] & 0x0F0F0F0F, a_lo.z, isum);
-    isum = __dp4a(q[3] & 0x0F0F0F0F, a_lo.w, isum);
-    isum = __dp4a((q[0] >> 4) & 0x0F0F0F0F, a_hi.x, isum);
-    isum = __dp4a((q[1] >> 4) & 0x0F0F0F0F, a_hi.y, isum);
-    isum = __dp4a((q[2] >> 4) & 0x0F0F0F0F, a_hi.z, isum);
-    isum = __dp4a((q[3] >> 4) & 0x0F0F0F0F, a_hi.w, isum);
-    const float dw = __half2float(__ushort_as_half(static_cast<unsigned short>(dbits)));
-    acc = fmaf(dw * ab.d, static_cast<float>(isum), acc);
+  for (int t = 0; t < kN; ++t) {
+    if constexpr (kAt % 4 == 0) q[t] = static_cast<int>(u[kAt / 4 + t]);
+    else q[t] = static_cast<int>(__byte_perm(u[kAt / 4 + t], u[kAt / 4 + t + 1], 0x5432));
   }
-  return acc;
 }
 
-__device__ __forceinline__ void load_unit(const uint8_t* p, uint4 (&w)[kUnitWords]) {
-  const uint4* p4 = reinterpret_cast<const uint4*>(p);
+// The dot of one unit (the row's words w) with unit `unit` of the activation.
+template <WeightType T, int J = 0>
+__device__ __forceinline__ float dot_unit(const uint32_t* u, const Smem& sm, int unit, float acc) {
+  if constexpr (J == Unit<T>::kBlocks) {
+    return acc;
+  } else {
+    // Block J: bytes kBlockBytes*J ..: the f16 scale, then the codes.
+    constexpr int kAt = Unit<T>::kBlockBytes * J;
+    const uint32_t dbits = kAt % 4 == 0 ? u[kAt / 4] & 0xFFFFu : u[kAt / 4] >> 16;
+    const int4 a_lo = sm.codes[kCodeStride<T> * unit + 2 * J], a_hi = sm.codes[kCodeStride<T> * unit + 2 * J + 1];
+    const ActBlock ab = sm.act[kActStride<T> * unit + J];
+    int isum = -Unit<T>::kOffset * ab.sum;
+    if constexpr (T == WeightType::Q4_0) {
+      int q[4];
+      words_at<kAt + 2, 4>(u, q);
+      // Low nibbles: elements 4t..4t+3 (codes of a_lo), high nibbles: 16+4t.. (a_hi).
+      isum = __dp4a(q[0] & 0x0F0F0F0F, a_lo.x, isum);
+      isum = __dp4a(q[1] & 0x0F0F0F0F, a_lo.y, isum);
+      isum = __dp4a(q[2] & 0x0F0F0F0F, a_lo.z, isum);
+      isum = __dp4a(q[3] & 0x0F0F0F0F, a_lo.w, isum);
+      isum = __dp4a((q[0] >> 4) & 0x0F0F0F0F, a_hi.x, isum);
+      isum = __dp4a((q[1] >> 4) & 0x0F0F0F0F, a_hi.y, isum);
+      isum = __dp4a((q[2] >> 4) & 0x0F0F0F0F, a_hi.z, isum);
+      isum = __dp4a((q[3] >> 4) & 0x0F0F0F0F, a_hi.w, isum);
+    } else {
+      int q[8];
+      words_at<kAt + 2, 8>(u, q);
+      isum = __dp4a(q[0], a_lo.x, isum);
+      isum = __dp4a(q[1], a_lo.y, isum);
+      isum = __dp4a(q[2], a_lo.z, isum);
+      isum = __dp4a(q[3], a_lo.w, isum);
+      isum = __dp4a(q[4], a_hi.x, isum);
+      isum = __dp4a(q[5], a_hi.y, isum);
+      isum = __dp4a(q[6], a_hi.z, isum);
+      isum = __dp4a(q[7], a_hi.w, isum);
+    }
+    const float dw = __half2float(__ushort_as_half(static_cast<unsigned short>(dbits)));
+    return dot_unit<T, J + 1>(u, sm, unit, fmaf(dw * ab.d, static_cast<float>(isum), acc));
+  }
+}
+
+template <WeightType T>
+__device__ __forceinline__ void load_unit(const uint8_t* p, typename Unit<T>::Load (&w)[Unit<T>::kLoads]) {
+  const auto* pw = reinterpret_cast<const typename Unit<T>::Load*>(p);
 #pragma unroll
-  for (int i = 0; i < kUnitWords; ++i) w[i] = __ldg(p4 + i);
+  for (int i = 0; i < Unit<T>::kLoads; ++i) w[i] = __ldg(pw + i);
 }
 
 // Where a warp's sequence of steps stands: group g, step k of its ceil(U/16) (warp-uniform).
@@ -116,17 +146,19 @@ struct Cursor {
   }
 };
 
-template <bool kQuantize>
+template <WeightType T, bool kQuantize>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const Args a) {
+  using U = Unit<T>;
+  using Words = typename U::Load[U::kLoads];
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int half = lane / kHalf, hl = lane % kHalf;
   auto* xq = reinterpret_cast<BlockQ8_1*>(smem);
   const int nb = a.p.n_in / QK;
-  const int units = nb / kUnitBlocks;            // U, per row
+  const int units = nb / U::kBlocks;                // per row
   const int k_steps = (units + kHalf - 1) / kHalf;  // steps per group
   const Smem sm{reinterpret_cast<const int4*>(smem + a.xq_smem_bytes),
-                reinterpret_cast<const ActBlock*>(smem + a.xq_smem_bytes + code_bytes(units))};
+                reinterpret_cast<const ActBlock*>(smem + a.xq_smem_bytes + code_bytes<T>(units))};
 
   const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t wid = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
@@ -135,20 +167,20 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   // Loads this lane's unit of the load cursor's step and advances it (nothing past the warp's
   // groups or the row's units).
   Cursor lc{g0, 0};
-  const auto load = [&](uint4 (&w)[kUnitWords]) {
+  const auto load = [&](Words& w) {
     if (lc.g < g1) {
       const int unit = hl + kHalf * lc.k;
       if (unit < units) {
         const Mat& m = a.m[mat_of(a, lc.g)];
         const uint8_t* rows[2];
         group_rows(m, lc.g - m.group_begin, rows);
-        load_unit(rows[half] + static_cast<int64_t>(unit) * kUnitBytes, w);
+        load_unit<T>(rows[half] + static_cast<int64_t>(unit) * kUnitBytes<T>, w);
       }
     }
     lc.advance(k_steps);
   };
 
-  uint4 buf0[kUnitWords], buf1[kUnitWords];
+  Words buf0, buf1;
   load(buf0);  // weights only: before the wait (pdl.cuh rule 3)
 
   pdl_wait();
@@ -165,18 +197,18 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   // The split copy: codes as two int4 per block (16-byte aligned), (d_a, sum of codes) per block.
   {
     int4* codes = reinterpret_cast<int4*>(smem + a.xq_smem_bytes);
-    ActBlock* act = reinterpret_cast<ActBlock*>(smem + a.xq_smem_bytes + code_bytes(units));
+    ActBlock* act = reinterpret_cast<ActBlock*>(smem + a.xq_smem_bytes + code_bytes<T>(units));
     for (int i = threadIdx.x; i < nb * 2; i += kThreads) {
       const int b = i / 2;
       const int* c = reinterpret_cast<const int*>(xq[b].qs) + 4 * (i % 2);
-      codes[kCodeStride * (b / kUnitBlocks) + 2 * (b % kUnitBlocks) + i % 2] = make_int4(c[0], c[1], c[2], c[3]);
+      codes[kCodeStride<T> * (b / U::kBlocks) + 2 * (b % U::kBlocks) + i % 2] = make_int4(c[0], c[1], c[2], c[3]);
     }
     for (int b = threadIdx.x; b < nb; b += kThreads) {
       const int* c = reinterpret_cast<const int*>(xq[b].qs);
       int sum = 0;
 #pragma unroll
       for (int t = 0; t < 8; ++t) sum = __dp4a(c[t], 0x01010101, sum);
-      act[kActStride * (b / kUnitBlocks) + b % kUnitBlocks] = ActBlock{qb::q8_1_ds(xq + b).x, sum};
+      act[kActStride<T> * (b / U::kBlocks) + b % U::kBlocks] = ActBlock{qb::q8_1_ds(xq + b).x, sum};
     }
     __syncthreads();
   }
@@ -185,9 +217,9 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   // The step cursor's step computes from one buffer while the load cursor (one step ahead)
   // fills the other.
   Cursor sc{g0, 0};
-  const auto step = [&](const uint4 (&w)[kUnitWords]) {
+  const auto step = [&](const Words& w) {
     const int unit = hl + kHalf * sc.k;
-    if (unit < units) sum += dot_unit(w, sm, unit);
+    if (unit < units) sum = dot_unit<T>(reinterpret_cast<const uint32_t*>(w), sm, unit, sum);
     if (sc.k == k_steps - 1) {  // the group's last step (warp-uniform): reduce and write
       float v = sum;
 #pragma unroll
@@ -212,33 +244,53 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   }
 }
 
-template <bool kQuantize>
-void launch(const Args& a, unsigned grid, size_t smem, cudaStream_t s, const char* kernel) {
+template <WeightType T, bool kQuantize>
+void launch(const Args& a, unsigned grid, cudaStream_t s, const char* kernel) {
+  constexpr int64_t kMaxUnits = kMaxStreamInput / (Unit<T>::kBlocks * QK);
   static const bool sized = [] {  // once per kernel, before its first launch (also inside a capture)
-    constexpr int64_t kUnitsMax = kMaxStreamInput / (kUnitBlocks * QK);
-    const int max_smem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1) + code_bytes(kUnitsMax) + act_bytes(kUnitsMax));
-    CUDA_CHECK(cudaFuncSetAttribute(mmvq_direct_kernel<kQuantize>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const int max_smem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1) + code_bytes<T>(kMaxUnits) +
+                                          act_bytes<T>(kMaxUnits));
+    CUDA_CHECK(cudaFuncSetAttribute(mmvq_direct_kernel<T, kQuantize>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     max_smem));
     return true;
   }();
   (void)sized;
-  launch_pdl(kernel, mmvq_direct_kernel<kQuantize>, grid, kThreads, smem, s, a);
+  const int64_t units = a.p.n_in / (Unit<T>::kBlocks * QK);
+  const size_t smem = static_cast<size_t>(a.xq_smem_bytes + code_bytes<T>(units) + act_bytes<T>(units));
+  launch_pdl(kernel, mmvq_direct_kernel<T, kQuantize>, grid, kThreads, smem, s, a);
+}
+
+template <WeightType T>
+void launch_type(const Args& a, unsigned grid, cudaStream_t s, const char* q8_1_name, const char* f32_name) {
+  for (int i = 0; i < a.n_mats; ++i)
+    if ((reinterpret_cast<uintptr_t>(a.m[i].w) | reinterpret_cast<uintptr_t>(a.m[i].w_up)) %
+            sizeof(typename Unit<T>::Load) != 0)
+      fail("mmvq (direct): ", name(T), " weights must be ", sizeof(typename Unit<T>::Load), "-byte aligned");
+  if (a.xq_in) launch<T, false>(a, grid, s, q8_1_name);
+  else launch<T, true>(a, grid, s, f32_name);
 }
 
 }  // namespace
 
 bool direct_usable(WeightType t, int64_t n_in) {
-  return t == WeightType::Q4_0 && n_in % (kUnitBlocks * QK) == 0 && n_in <= kMaxStreamInput;
+  if (n_in > kMaxStreamInput) return false;
+  if (t == WeightType::Q4_0) return n_in % (Unit<WeightType::Q4_0>::kBlocks * QK) == 0;
+  if (t == WeightType::Q8_0) return n_in % (Unit<WeightType::Q8_0>::kBlocks * QK) == 0;
+  return false;
 }
 
 void launch_direct(const Args& a, unsigned grid, cudaStream_t s) {
-  for (int i = 0; i < a.n_mats; ++i)
-    if ((reinterpret_cast<uintptr_t>(a.m[i].w) | reinterpret_cast<uintptr_t>(a.m[i].w_up)) % 16 != 0)
-      fail("mmvq (direct): weights must be 16-byte aligned");
-  const int64_t units = a.p.n_in / (kUnitBlocks * QK);
-  const size_t smem = static_cast<size_t>(a.xq_smem_bytes + code_bytes(units) + act_bytes(units));
-  if (a.xq_in) launch<false>(a, grid, smem, s, "mmvq_direct_kernel<q8_1 input>");
-  else launch<true>(a, grid, smem, s, "mmvq_direct_kernel<f32 input>");
+  for (int i = 1; i < a.n_mats; ++i)
+    if (a.m[i].type != a.m[0].type) fail("mmvq (direct): one weight type per launch");
+  switch (a.m[0].type) {
+    case WeightType::Q4_0:
+      return launch_type<WeightType::Q4_0>(a, grid, s, "mmvq_direct_kernel<Q4_0, q8_1 input>",
+                                           "mmvq_direct_kernel<Q4_0, f32 input>");
+    case WeightType::Q8_0:
+      return launch_type<WeightType::Q8_0>(a, grid, s, "mmvq_direct_kernel<Q8_0, q8_1 input>",
+                                           "mmvq_direct_kernel<Q8_0, f32 input>");
+    default: fail("mmvq (direct): weight type ", name(a.m[0].type), " has no direct kernel");
+  }
 }
 
 }  // namespace minfer::cuda::stream_detail

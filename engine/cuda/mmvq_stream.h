@@ -34,7 +34,7 @@ bool stream_enabled();
 void set_stream_enabled(bool on);
 constexpr int64_t kStreamMinModelWidth = 2048;
 
-// Whether a streaming launch of Q4_0 rows of whole 8-block units takes the direct kernel
+// Whether a streaming launch of Q4_0 or Q8_0 rows of whole units takes the direct kernel
 // (mmvq_direct.cu) instead of the ring. On by default; CudaBackend turns it off with
 // MINFER_MMVQ_DIRECT=0, minfer-kernel-bench with --no-direct. Read at launch time, as above.
 bool direct_enabled();
@@ -67,8 +67,9 @@ struct StreamInput {
 };
 
 // One launch over up to 3 matrices sharing the input (every one stream_usable). Arguments are
-// the callers' to check. A launch whose matrices are all Q4_0 in whole 8-block units runs the
-// direct kernel (mmvq_direct.cu) while direct_enabled(), the others the ring kernel.
+// the callers' to check. A launch whose matrices are all Q4_0 in whole 8-block units (n_in a
+// multiple of 256), or all Q8_0 in whole 4-block units (128), runs the direct kernel
+// (mmvq_direct.cu) while direct_enabled(), the others the ring kernel.
 void stream_matvec(const StreamInput& in, const StreamMatrix* m, int n, cudaStream_t s);
 
 }  // namespace minfer::cuda

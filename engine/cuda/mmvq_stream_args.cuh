@@ -2,7 +2,7 @@
 // arguments (up to 3 matrices over one input row, numbered in groups of two rows), the group ->
 // rows rule and the epilogues. mmvq_stream.cu holds the ring kernel (any 32-element block type,
 // rows read through a cp.async ring in shared memory) and the launcher; mmvq_direct.cu the
-// kernel for Q4_0 rows of whole 8-block units (loaded straight into registers). Internal to
+// kernel for Q4_0 and Q8_0 rows of whole units (loaded straight into registers). Internal to
 // engine/cuda.
 #pragma once
 #include <cuda_runtime.h>
@@ -91,7 +91,7 @@ __device__ __forceinline__ void epilogue(const Mat& m, int64_t local, const floa
 
 
 // The direct kernel (mmvq_direct.cu): whether it takes a launch whose every matrix is of type t
-// with rows of n_in elements, and its launch (the grid as the ring kernel's).
+// with rows of n_in elements, and its launch (the grid as the ring kernel's; one type per launch).
 bool direct_usable(WeightType t, int64_t n_in);
 void launch_direct(const Args& a, unsigned grid, cudaStream_t s);
 

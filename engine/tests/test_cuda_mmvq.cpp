@@ -6,8 +6,9 @@
 // with >= 2048 elements that are a multiple of 4 bytes stream (mmvq_stream.cu: 4-, 8- and 16-byte
 // copies, one chunk or several with a partial last one, groups of one row and of two); the others
 // (short rows, an odd number of 18/22/34-byte blocks, K-quants) take mmvq.cu's kernel, in both CTA
-// shapes. Q4_0 rows of whole 8-block units (n_in a multiple of 256) stream through the direct
-// kernel (mmvq_direct.cu) and, checked too, through the ring kernel.
+// shapes. Q4_0 rows of whole 8-block units (n_in a multiple of 256) and Q8_0 rows of whole
+// 4-block units (128) stream through the direct kernel (mmvq_direct.cu) and, checked too, through
+// the ring kernel.
 //   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (quant_test_data.h's
 //      q8_1_reference: dequantize_row of both, with Q8_1's stored f16 s where the kernel uses it
 //      for the weight offset). The kernel's integer dots are exact, so what is left is f32
@@ -59,9 +60,10 @@ TEST_P(CudaMmvq, MatchesReferenceAndCpu) {
   auto dw = to_device(w, "weights");
   auto dxq = to_device(xq, "Q8_1 activations");
   auto dbias = to_device(bias, "bias");
-  // Q4_0 rows of whole 8-block units stream through the direct kernel by default: the ring
+  // Q4_0 and Q8_0 rows of whole units stream through the direct kernel by default: the ring
   // kernel is checked on them too.
-  const std::vector<bool> directs = t == WeightType::Q4_0 ? std::vector<bool>{true, false} : std::vector<bool>{true};
+  const bool has_direct = t == WeightType::Q4_0 || t == WeightType::Q8_0;
+  const std::vector<bool> directs = has_direct ? std::vector<bool>{true, false} : std::vector<bool>{true};
   for (bool direct : directs) for (bool with_bias : {true, false}) {
     SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + (direct ? "" : ", ring kernel"));
     cuda::set_direct_enabled(direct);
@@ -122,7 +124,7 @@ std::vector<Case> mmvq_cases() {
       c.push_back({t, 29, 18944, WeightSource::RandomBytes});   // several chunks, the last one partial
       c.push_back({t, 9, 2176, WeightSource::RandomBytes});     // 68 blocks: 8-byte copies (Q4_0, Q5_0, Q8_0)
       c.push_back({t, 2113, 2176, WeightSource::RandomBytes});  // enough rows for groups of two (132 SMs)
-      c.push_back({t, 2113, 2304, WeightSource::RandomBytes});  // the same, in whole 8-block units (Q4_0: direct)
+      c.push_back({t, 2113, 2304, WeightSource::RandomBytes});  // the same, in whole 8-block units (direct)
     } else {
       c.push_back({t, 1, 256, WeightSource::RandomBytes});
       c.push_back({t, 7, 768, WeightSource::RandomBytes});      // one warp per row

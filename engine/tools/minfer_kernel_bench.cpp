@@ -22,7 +22,7 @@
 // replays. --filter: only the cases whose name (kernel/model/matrix/type[/ntN]) contains SUBSTR.
 // --no-stream: mmvq and the fused matvec with the kernels of before the streaming one
 // (mmvq_stream.h; by default mmvq streams wherever stream_usable allows, 0.5B shapes included).
-// --no-direct: Q4_0 streams through the ring kernel, not the direct one (mmvq_stream.h).
+// --no-direct: Q4_0 and Q8_0 stream through the ring kernel, not the direct one (mmvq_stream.h).
 // --json: the JSON document on stdout, the table on stderr. Exit: 0 every check passed, 1 error,
 // 2 a check failed, 77 no usable CUDA device (the reason on stderr).
 #include <cublas_v2.h>
