@@ -14,7 +14,8 @@
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
 # GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile),
 # MINFER_DEVICE_KBENCH_ARGS (extra minfer-kernel-bench options of the kbench stage: --quick, --filter S),
-# MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles).
+# MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles),
+# MINFER_DEVICE_TARGETS ("preset:weights ...": only those rows of the targets stage).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
 # machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
 set -uo pipefail
@@ -142,10 +143,15 @@ PY
   if has targets; then
     # Issue 29's table in one call: the 7B and 0.5b presets in the three weight types, default
     # paths, medians of 5, and 0.5b Q4_0 4096 tokens deep.
+    # MINFER_DEVICE_TARGETS="preset:weights ..." narrows it to those rows (no depth row).
+    if [ -n "${MINFER_DEVICE_TARGETS:-}" ]; then
+      for pw in $MINFER_DEVICE_TARGETS; do BENCH_PRESET=${pw%%:*} bench "${pw%%:*}-${pw##*:}" "${pw##*:}" -- -p 512 -n 128 -r 5; done
+    else
     for p in qwen2.5-7b qwen2.5-0.5b; do for w in q4_0 q8_0 q4_k_m; do
       BENCH_PRESET=$p bench "$p-$w" "$w" -- -p 512 -n 128 -r 5
     done; done
     BENCH_PRESET=qwen2.5-0.5b bench "qwen2.5-0.5b-q4_0-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
+    fi
   fi
   if has bench; then
   for w in q4_0 q8_0 q4_k_m; do

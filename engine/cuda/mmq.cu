@@ -221,25 +221,46 @@ __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint
   constexpr int kBlocks = kTileK / kElems;  // weight blocks per row per K step
   constexpr int kUnitsPerRow = kBlocks * C::kParts;
   constexpr int kInts = 8 / C::kGroups;
+  constexpr int kUnits = kRows * kUnitsPerRow / kLoadThreads;  // per loader thread
   static_assert((kRows * kUnitsPerRow) % kLoadThreads == 0);
+  // Units whose global loads are in flight together: all of them for the 128-row tile (128
+  // registers; one latency per stage instead of two), except Q6_K (its unpacking spills then);
+  // two for the others (capped at 80 registers: more spills).
+  constexpr int kBatch = (kRows == 128 && T != WeightType::Q6_K) || kUnits < 2 ? kUnits : 2;
+  static_assert(kUnits % kBatch == 0);
   const int64_t blocks_per_row = n_in / kElems;
-#pragma unroll 2  // two units' loads in flight; more spills registers (the kernel is capped at 80)
-  for (int it = 0; it < kRows * kUnitsPerRow / kLoadThreads; ++it) {
-    const int u = lt + it * kLoadThreads;
-    const int r = u / kUnitsPerRow, bt = (u % kUnitsPerRow) / C::kParts, part = u % C::kParts;
-    const int64_t row = row0 + r;
-    const bool valid = row < n_out && k0 + bt * kElems < n_in;
-    const uint8_t* blk = w + (row * blocks_per_row + k0 / kElems + bt) * qb::kBlockBytes<T>;
-    int q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (valid) C::get(blk, part, q);
+#pragma unroll 1
+  for (int it0 = 0; it0 < kUnits; it0 += kBatch) {
+    int q[kBatch][8];
+    float2 sc[kBatch][C::kGroups];
 #pragma unroll
-    for (int g = 0; g < C::kGroups; ++g) {
-      const int e = bt * kElems + QK * C::act_block(part, g) + 4 * C::act_int(part, g);  // first element in tile
-      store_ints<kInts>(&sh.wq[r][e / 4], q + g * kInts);
-      if (e % kScaleElems<T> == 0) {  // the group that starts a scale group writes its scales
-        const float2 sc = valid ? C::scale(blk, part, g) : make_float2(0.0f, 0.0f);
-        sh.wd[r][e / kScaleElems<T>] = sc.x;
-        if (e % QK == 0) sh.wm[r][e / QK] = sc.y;
+    for (int b = 0; b < kBatch; ++b) {  // the loads of the batch, then its stores
+      const int u = lt + (it0 + b) * kLoadThreads;
+      const int r = u / kUnitsPerRow, bt = (u % kUnitsPerRow) / C::kParts, part = u % C::kParts;
+      const int64_t row = row0 + r;
+      const bool valid = row < n_out && k0 + bt * kElems < n_in;
+      const uint8_t* blk = w + (row * blocks_per_row + k0 / kElems + bt) * qb::kBlockBytes<T>;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) q[b][i] = 0;
+      if (valid) C::get(blk, part, q[b]);
+#pragma unroll
+      for (int g = 0; g < C::kGroups; ++g) {  // only the groups that start a scale group store one
+        const int e = bt * kElems + QK * C::act_block(part, g) + 4 * C::act_int(part, g);
+        sc[b][g] = valid && e % kScaleElems<T> == 0 ? C::scale(blk, part, g) : make_float2(0.0f, 0.0f);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int u = lt + (it0 + b) * kLoadThreads;
+      const int r = u / kUnitsPerRow, bt = (u % kUnitsPerRow) / C::kParts, part = u % C::kParts;
+#pragma unroll
+      for (int g = 0; g < C::kGroups; ++g) {
+        const int e = bt * kElems + QK * C::act_block(part, g) + 4 * C::act_int(part, g);  // first element in tile
+        store_ints<kInts>(&sh.wq[r][e / 4], q[b] + g * kInts);
+        if (e % kScaleElems<T> == 0) {  // the group that starts a scale group writes its scales
+          sh.wd[r][e / kScaleElems<T>] = sc[b][g].x;
+          if (e % QK == 0) sh.wm[r][e / QK] = sc[b][g].y;
+        }
       }
     }
   }
@@ -255,36 +276,44 @@ __device__ __forceinline__ void load_weight_tile(Stage<T, kRows>& sh, const uint
 // consecutive ints of one token (conflict-free stores; 4 blocks of 36 contiguous bytes in global
 // memory). 512 (d, s) pairs, 4 per thread, a token's 8 blocks on 8 consecutive threads (288
 // contiguous bytes).
-template <int kLoadThreads>
+template <int kLoadThreads, bool kOverlap, typename Between>
 __device__ __forceinline__ void load_act_tile(int (&xq)[kTileTok][kStride], float2 (&xds)[kTileTok][kTileBlocks + 1],
                                               const BlockQ8_1* __restrict__ x, int64_t tok0, int64_t nt,
-                                              int64_t nb, int64_t kb0, int lt) {
+                                              int64_t nb, int64_t kb0, int lt, Between&& between) {
   static_assert(kLoadThreads % kTileInts == 0 && kLoadThreads % kTileBlocks == 0);
   static_assert(sizeof(BlockQ8_1) % 4 == 0);
-  {
-    constexpr int kIters = kTileTok * kTileInts / kLoadThreads, kTokStep = kLoadThreads / kTileInts;
-    const int i = lt % kTileInts, kb = i / 8, tk0 = lt / kTileInts;
-    // Tokens of the tile that exist (0: block kb is past the row). The pointer steps from load to
-    // load: recomputing the 64-bit address each time cost ~30 more instructions per load.
-    const int n_tok = kb0 + kb < nb ? static_cast<int>(nt - tok0 < kTileTok ? nt - tok0 : kTileTok) : 0;
-    const int64_t step = kTokStep * nb * static_cast<int64_t>(sizeof(BlockQ8_1) / 4);  // in ints
-    const int* src = reinterpret_cast<const int*>(x[(tok0 + tk0) * nb + kb0 + kb].qs) + i % 8;
-    int v[kIters];
+  constexpr int kIters = kTileTok * kTileInts / kLoadThreads, kTokStep = kLoadThreads / kTileInts;
+  constexpr int kDsIters = kTileTok * kTileBlocks / kLoadThreads, kDsTokStep = kLoadThreads / kTileBlocks;
+  const int i = lt % kTileInts, kb = i / 8, tk0 = lt / kTileInts;
+  // Tokens of the tile that exist (0: block kb is past the row). The pointer steps from load to
+  // load: recomputing the 64-bit address each time cost ~30 more instructions per load.
+  const int n_tok = kb0 + kb < nb ? static_cast<int>(nt - tok0 < kTileTok ? nt - tok0 : kTileTok) : 0;
+  const int64_t step = kTokStep * nb * static_cast<int64_t>(sizeof(BlockQ8_1) / 4);  // in ints
+  const int* src = reinterpret_cast<const int*>(x[(tok0 + tk0) * nb + kb0 + kb].qs) + i % 8;
+  int v[kIters];
 #pragma unroll
-    for (int it = 0; it < kIters; ++it, src += step) v[it] = tk0 + it * kTokStep < n_tok ? *src : 0;
+  for (int it = 0; it < kIters; ++it, src += step) v[it] = tk0 + it * kTokStep < n_tok ? *src : 0;
+  if constexpr (!kOverlap) {
 #pragma unroll
     for (int it = 0; it < kIters; ++it) xq[tk0 + it * kTokStep][i] = v[it];
   }
-  {
-    const int kb = lt % kTileBlocks, tk0 = lt / kTileBlocks;
-    const bool kb_in_row = kb0 + kb < nb;
+  // The (d, s) pairs' loads go out with the codes' (one latency for both) where registers allow.
+  const int dkb = lt % kTileBlocks, dtk0 = lt / kTileBlocks;
+  const bool dkb_in_row = kb0 + dkb < nb;
+  float2 ds[kDsIters];
 #pragma unroll
-    for (int it = 0; it < kTileTok * kTileBlocks / kLoadThreads; ++it) {
-      const int tk = tk0 + it * (kLoadThreads / kTileBlocks);
-      const int64_t tok = tok0 + tk;
-      xds[tk][kb] = tok < nt && kb_in_row ? qb::q8_1_ds(x + tok * nb + kb0 + kb) : make_float2(0.0f, 0.0f);
-    }
+  for (int it = 0; it < kDsIters; ++it) {
+    const int64_t tok = tok0 + dtk0 + it * kDsTokStep;
+    ds[it] = tok < nt && dkb_in_row ? qb::q8_1_ds(x + tok * nb + kb0 + dkb) : make_float2(0.0f, 0.0f);
   }
+  if constexpr (kOverlap) {
+    between();  // the weights' loads in flight beside these
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) xq[tk0 + it * kTokStep][i] = v[it];
+  }
+#pragma unroll
+  for (int it = 0; it < kDsIters; ++it) xds[dtk0 + it * kDsTokStep][dkb] = ds[it];
+  if constexpr (!kOverlap) between();
 }
 
 // ---------------------------------------------------------------- the math warps
@@ -517,8 +546,11 @@ __global__ void __launch_bounds__(kThreadsOf<A>, kCtasPerSm<A>)
     for (int64_t i = 0; i < steps; ++i) {
       const int s = static_cast<int>(i % kStages);
       if (i >= kStages) bar_sync<kBarEmpty, kThreadsOf<A>>(s);  // step i-kStages's math is done with stage s
-      load_act_tile<kLoadThreadsOf<A>>(stage[s].xq, stage[s].xds, x, ct.tok0, nt, nb, i * kTileBlocks, lt);
-      load_weight_tile<T, kRows, kLoadThreadsOf<A>>(stage[s], w, ct.row0, n_out, n_in, i * kTileK, lt);
+      // The 128-row tile (128 registers) keeps the activation and weight loads in flight together;
+      // the others (80) load the activations, then the weights.
+      load_act_tile<kLoadThreadsOf<A>, A == 8>(stage[s].xq, stage[s].xds, x, ct.tok0, nt, nb, i * kTileBlocks, lt, [&] {
+        load_weight_tile<T, kRows, kLoadThreadsOf<A>>(stage[s], w, ct.row0, n_out, n_in, i * kTileK, lt);
+      });
       bar_arrive<kBarFull, kThreadsOf<A>>(s);
     }
     return;  // no barrier after this one counts the loader warps
