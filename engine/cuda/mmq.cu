@@ -173,6 +173,17 @@ __device__ __forceinline__ void mma_k16(int (&d)[4], int a0, int a1, int b0) {
       : "r"(a0), "r"(a1), "r"(b0), "r"(c), "r"(c), "r"(c), "r"(c));
 }
 
+// Four 8x8 b16 matrices from shared memory (ldmatrix .x4): lanes 8m..8m+7 give the addresses
+// of matrix m's eight 16-byte rows; lane l receives word l % 4 of row l / 4 of each matrix, in
+// r[m]. For int8 tiles a 16-byte row is 4 ints of one row, so one instruction loads a whole
+// m16n8k32 A fragment, or the B fragments of two n8 tiles. volatile: kept in order with the
+// stage barriers (also asm volatile), which it must not move across.
+__device__ __forceinline__ void ldmatrix_x4(int (&r)[4], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
 // One accumulator's update for one 32-block (see the header). d: the mma output (kMagicBits +
 // isum), wd/wdm: the row's scale and -(scale * kMagic); wm: the row's offset (types with one).
 template <bool kOffset>
@@ -431,33 +442,52 @@ __device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile
   constexpr int kSub = QK / kScaleElems<T>;
   const int wr = warp % 4, wn = warp / 4;
   const int g = lane / 4, q = lane % 4;
-  bool m_active[2], n_active[4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) m_active[i] = ct.row0 + 32 * wr + 16 * i < ct.n_out;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) n_active[j] = ct.tok0 + 32 * wn + 8 * j < ct.nt;
+  // A warp whose rows all lie past n_out, or whose tokens all lie past nt, only keeps the
+  // barriers. Otherwise it computes all of its 2 x 4 tiles: partial tiles read the zeros the
+  // loaders wrote past the matrix, and their outputs are not stored. (Per-tile branches split
+  // the K step into basic blocks, and the shared-memory loads of the next tile could not be
+  // scheduled under the mma and updates of this one.)
+  const bool active = ct.row0 + 32 * wr < ct.n_out && ct.tok0 + 32 * wn < ct.nt;
   float acc[2][4][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+  // ldmatrix row addresses of this lane (byte offsets in a stage; + 32 per 32-block): matrix m
+  // = lane / 8, row lane % 8. A (m16 tile i): rows +8 for m = 1, 3, ints +4 for m = 2, 3 ->
+  // {a0, a1, a2, a3}. B (n8 tiles 2p, 2p+1): ints +4 for m = 1, 3, tokens +8 for m = 2, 3 ->
+  // {b0, b1} of tile 2p, then of 2p+1.
+  const int lm = lane / 8, lr = lane % 8;
+  uint32_t a_off[2], b_off[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    a_off[i] = static_cast<uint32_t>(offsetof(St, wq) +
+                                     sizeof(int) * ((32 * wr + 16 * i + lr + 8 * (lm & 1)) * kStride + 4 * (lm >> 1)));
+#pragma unroll
+  for (int p = 0; p < 2; ++p)
+    b_off[p] = static_cast<uint32_t>(offsetof(St, xq) +
+                                     sizeof(int) * ((32 * wn + 16 * p + lr + 8 * (lm >> 1)) * kStride + 4 * (lm & 1)));
+  const uint32_t stage0 = static_cast<uint32_t>(__cvta_generic_to_shared(stage));
 
   for (int64_t it = 0; it < steps; ++it) {
     const int s = static_cast<int>(it % kStages);
     bar_sync<kBarFull, kThreadsOf<8>>(s);
     const St& sh = stage[s];
+    const uint32_t base = stage0 + static_cast<uint32_t>(s * sizeof(St));
     const int64_t left = (n_in - it * kTileK) / QK;
     const int kb_valid = left < kTileBlocks ? static_cast<int>(left) : kTileBlocks;
     const auto block = [&](int kb) {
-      int a[2][4];
+      int a[2][4], b[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) ldmatrix_x4(a[i], base + a_off[i] + 32 * kb);
+#pragma unroll
+      for (int p = 0; p < 2; ++p) ldmatrix_x4(b[p], base + b_off[p] + 32 * kb);
       float wd[2][2][kSub], wdm[2][2][kSub], wm[2][2];
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int hi = 0; hi < 2; ++hi) {
           const int r = 32 * wr + 16 * i + g + 8 * hi;
-          a[i][hi] = sh.wq[r][8 * kb + q];
-          a[i][2 + hi] = sh.wq[r][8 * kb + q + 4];
 #pragma unroll
           for (int sg = 0; sg < kSub; ++sg) {
             wd[i][hi][sg] = sh.wd[r][kSub * kb + sg];
@@ -468,13 +498,11 @@ __device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (!n_active[j]) continue;
         const int tb = 32 * wn + 8 * j;
-        const int b0 = sh.xq[tb + g][8 * kb + q], b1 = sh.xq[tb + g][8 * kb + q + 4];
+        const int b0 = b[j / 2][2 * (j % 2)], b1 = b[j / 2][2 * (j % 2) + 1];
         const float2 ds[2] = {sh.xds[tb + 2 * q][kb], sh.xds[tb + 2 * q + 1][kb]};
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          if (!m_active[i]) continue;
           if constexpr (kSub == 1) {
             int d[4];
             mma_k32(d, a[i][0], a[i][1], a[i][2], a[i][3], b0, b1);
@@ -494,9 +522,9 @@ __device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile
         }
       }
     };
-    if (m_active[0]) {  // m_active[1] implies m_active[0]
+    if (active) {
       if (kb_valid == kTileBlocks) {
-#pragma unroll
+#pragma unroll 2
         for (int kb = 0; kb < kTileBlocks; ++kb) block(kb);
       } else {
 #pragma unroll 1

@@ -240,6 +240,20 @@ bool stream_usable(WeightType t, int64_t n_in) {
 void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, cudaStream_t s) {
   constexpr const char* who = "mmvq (streaming)";
   if (n_mats < 1 || n_mats > kMaxMats) fail(who, ": ", n_mats, " matrices (1 to ", kMaxMats, ")");
+  // A matrix takes the same kernel in any group, so its rows equal mmvq's of it alone bit for bit:
+  // a group that mixes direct-kernel types with ring-kernel ones runs as two launches (each with
+  // the prologue; both write the same x_hat).
+  if (direct_enabled() && n_mats > 1) {
+    StreamMatrix direct[kMaxMats], ring[kMaxMats];
+    int n_direct = 0, n_ring = 0;
+    for (int i = 0; i < n_mats; ++i)
+      (direct_usable(mats[i].type, in.n_in) ? direct[n_direct++] : ring[n_ring++]) = mats[i];
+    if (n_direct > 0 && n_ring > 0) {
+      stream_matvec(in, direct, n_direct, s);
+      stream_matvec(in, ring, n_ring, s);
+      return;
+    }
+  }
   Args a{};
   a.p = Prologue{in.x, in.norm_w, in.x_hat_out, static_cast<int>(in.n_in), in.eps};
   a.xq_in = static_cast<const BlockQ8_1*>(in.x_q8_1);
