@@ -21,7 +21,8 @@
 // elements (8 Q8_1 blocks, one K-quant super-block). 12 warps (384 threads; 16, 512, for the 128-row tile), specialised:
 //   * 4 loader warps (8 for 128 rows) fill the next K step's stage: the activation codes (4-byte loads, zeros
 //     past nt / past the row), their (d_a, s_a), and the weights unpacked by load_weight_tile
-//     (every format to int8 codes + scales, exactly as before), all by plain st.shared;
+//     (every format to int8 codes + scales, exactly as before), all by plain st.shared; for the
+//     128-row tile all of a thread's global loads of a step are in flight together;
 //   * 8 math warps run the tensor cores on a filled stage (math_narrow: 16 x 8A warp tiles for
 //     A <= 4; math_wide: 32 x 32 warp tiles for the 128-row tile).
 // Two stages in shared memory (three for the 128-row tile, which runs one CTA per SM), handed over with named barriers (kBarFull + s: stage s filled,
@@ -59,8 +60,11 @@
 //   C/D (16 x 8, s32):              c0 = (row g, tok 2q), c1 = (g, 2q+1), c2 = (g+8, 2q), c3 = (g+8, 2q+1)
 // m16n8k16 (Q6_K halves): A = {a0, a1}, B = {b0} over ints 0..3 (elements 0..15 of the block), and
 // A = {a2, a3}, B = {b1} over ints 4..7 (elements 16..31), C as above.
+// The 128-row tile loads them with ldmatrix.x4 (one instruction per A fragment, one per two
+// n8 tiles' B fragments: the 8x8 b16 matrices are 8 rows x 4 ints of these tiles).
 // Bank conflicts: a fragment load reads 8 rows x 4 consecutive ints; with a row stride of 68
-// (= 4 mod 32) word (row g, int q) is in bank 4g + q + const: all 32 lanes in different banks.
+// (= 4 mod 32) word (row g, int q) is in bank 4g + q + const: all 32 lanes in different banks
+// (and each 8-row phase of an ldmatrix covers the 32 banks once).
 //
 // Exact conversion: the mma accumulates onto C = 0x4B400000, the bits of the float M = 1.5 * 2^23.
 // |isum| <= 32 * 128 * 128 = 2^19 < 2^22 for any int8 codes, so D = 0x4B400000 + isum has the
@@ -433,6 +437,11 @@ __device__ __forceinline__ void math_narrow(const Stage<T, 16 * A>* stage, const
 // A and 4 B fragments, so a fragment or scale loaded from shared memory serves 2-4 mma instead of
 // 1-4 (the narrow tiles were bound by shared-memory wavefronts: ncu, docs/benchmarks.md).
 // The same per-accumulator operations in the same order as math_narrow: bit-identical outputs.
+// 32-blocks of a K step the 128-row tile's math unrolls: two where 128 registers hold them
+// without spills (ptxas -v), one for Q5_0, Q8_0 and Q6_K.
+template <WeightType T>
+constexpr int kWideUnroll = T == WeightType::Q5_0 || T == WeightType::Q8_0 || T == WeightType::Q6_K ? 1 : 2;
+
 template <WeightType T>
 __device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile& ct, int64_t n_in, int64_t steps,
                                           const float* __restrict__ bias, float* __restrict__ y, int warp,
@@ -524,7 +533,7 @@ __device__ __forceinline__ void math_wide(const Stage<T, 128>* stage, const Tile
     };
     if (active) {
       if (kb_valid == kTileBlocks) {
-#pragma unroll 2
+#pragma unroll (kWideUnroll<T>)
         for (int kb = 0; kb < kTileBlocks; ++kb) block(kb);
       } else {
 #pragma unroll 1
