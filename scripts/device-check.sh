@@ -59,7 +59,7 @@ if has tests; then
   [ -z "${MINFER_DEVICE_TESTS:-}" ] && for t in "$B"/tests/test_cuda_backend; do
     [ -x "$t" ] && "$t" --gtest_brief=1 > "$LOGS/test_cuda_backend.txt" 2>&1
   done
-  grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -40 >> "$SUMMARY"
+  grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -72 >> "$SUMMARY"
 fi
 
 PRESET=${MINFER_DEVICE_PRESET:-qwen2.5-0.5b}

@@ -200,6 +200,7 @@ TEST(ModelFamilies, CudaBackendRunsTheNewFamilies) {
   auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
   MINFER_REQUIRE_MODEL(q3);
   auto ll = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(ll);
   std::string no_gpu;
 #if MINFER_HAVE_CUDA
   const bool gpu = cuda::device_usable(&no_gpu);
