@@ -194,6 +194,9 @@ if has families; then
   # embeddings) and llama-3.2-1b (normal-layout RoPE with rope_freqs, Llama 3's vocabulary), in
   # Q8_0 and Q4_0: CUDA-vs-CPU trace diffs on both prefill paths, minfer-bench (JSON lines to
   # $OUT/families-bench.jsonl), and the HF transformers parity of the tiny presets on CUDA.
+  # The CLI end to end on the GPU (run + trace + validate per family, auto picks cuda).
+  (cd "$B" && ctest -R test_model_families --output-on-failure > "$LOGS/ctest-families.log" 2>&1)
+  say "test_model_families: rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/ctest-families.log")"
   BENCH=$OUT/families-bench.jsonl
   : > "$BENCH"
   for p in $FAMILY_PRESETS; do
