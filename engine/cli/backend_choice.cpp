@@ -28,14 +28,6 @@ bool gpu_usable(std::string* why) {
 #endif
 }
 
-// The CUDA backend runs the qwen2 graph only so far (issue 27): another family is refused here,
-// before any GPU work, so auto picks the CPU at start and never switches mid-run.
-bool cuda_runs_architecture(const HParams& h, std::string* why) {
-  if (h.arch == Architecture::Qwen2) return true;
-  *why = std::string(architecture_name(h.arch)) + " is not yet supported on the CUDA backend; use --backend cpu";
-  return false;
-}
-
 void announce(const Backend& b, const std::string& choice, bool quiet) {
   if (quiet) return;
   std::fprintf(stderr, "backend: %s%s on %s, %s prefill%s\n", b.name().c_str(),
@@ -76,8 +68,9 @@ void print_backend_memory(const Backend& b, const char* when) {
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       ThreadPool* pool, bool quiet) {
   std::string why;
-  // The family first: its refusal holds on any machine, so it is what the user needs to read.
-  const bool cuda_ok = choice != "cpu" && cuda_runs_architecture(m.hp, &why) && gpu_usable(&why);
+  // Every family Model::load accepts (qwen2, qwen3, llama) runs on both backends; any other
+  // architecture never gets here (Model::load names it and the supported ones).
+  const bool cuda_ok = choice != "cpu" && gpu_usable(&why);
   const bool use_cuda = choice == "cuda" || (choice == "auto" && cuda_ok);
   std::unique_ptr<Backend> b;
   if (use_cuda) {

@@ -12,9 +12,8 @@ class ThreadPool;
 
 // "auto", "cpu" or "cuda"; anything else is an Error naming the flag.
 std::string parse_backend_flag(const std::string& value);
-// auto = cuda when a usable GPU exists and the CUDA backend runs the model's architecture (else
-// cpu, saying why). cuda without a usable GPU, in a build without the CUDA toolkit, or for an
-// architecture the CUDA backend does not run yet, is an Error saying why (never a silent CPU run). Prints the choice
+// auto = cuda when a usable GPU exists (else cpu, saying why). cuda without a usable GPU or in a
+// build without the CUDA toolkit is an Error saying why (never a silent CPU run). Prints the choice
 // and, for cuda, the GPU memory it holds to stderr unless quiet. pool: the CPU backend's threads
 // (the global pool when null).
 // "gpu memory: 330.3 MiB (weights 265.5 MiB, ...); device in use 820.0 MiB" on stderr: the sum

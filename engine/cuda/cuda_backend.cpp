@@ -21,6 +21,7 @@
 #include "cuda/device_weights.h"
 #include "cuda/elementwise.h"
 #include "cuda/get_rows.h"
+#include "cuda/head_rms_norm.h"
 #include "cuda/kernel_profiler.h"
 #include "cuda/kv_cache.h"
 #include "cuda/logits_summary.h"
@@ -364,7 +365,8 @@ bool CudaBackend::step_graphs() const { return impl_->graphs; }
 void CudaBackend::reserve_context(int64_t n_ctx) {
   Impl& d = *impl_;
   if (n_ctx > d.m.hp.n_ctx)
-    fail("context of ", n_ctx, " tokens exceeds the model's limit of ", d.m.hp.n_ctx, " (qwen2.context_length)");
+    fail("context of ", n_ctx, " tokens exceeds the model's limit of ", d.m.hp.n_ctx, " (",
+         architecture_name(d.m.hp.arch), ".context_length)");
   if (n_ctx <= d.n_ctx) return;
   d.sync_all("the last step before growing the KV cache");
   const size_t bytes = static_cast<size_t>(n_ctx) * static_cast<size_t>(d.m.hp.n_embd_kv()) * sizeof(float);
@@ -541,9 +543,17 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
     case Op::AddBias:
       cuda::add_bias(in(0), weights->f32(n.bias), y, rows, cols, stream);
       break;
-    case Op::Rope:
-      cuda::rope_neox(in(0), pos, y, rows, cols / h.head_dim, h.head_dim, h.rope_base, stream);
+    case Op::HeadRmsNorm:  // qwen3's QK-norm: rows * n_heads rows of head_dim
+      cuda::head_rms_norm(in(0), weights->f32(n.weight), y, rows, cols / h.head_dim, h.head_dim,
+                          static_cast<float>(h.rms_eps), stream);
       break;
+    case Op::Rope:  // NeoX (qwen2, qwen3)
+    case Op::RopeNormal: {  // adjacent pairs (llama); both with rope_freqs divisors when the node has them
+      const float* divisors = n.weight.empty() ? nullptr : weights->f32(n.weight);
+      const auto rope = n.op == Op::Rope ? cuda::rope_neox : cuda::rope_normal;
+      rope(in(0), pos, y, rows, cols / h.head_dim, h.head_dim, h.rope_base, stream, divisors);
+      break;
+    }
     case Op::KvStore:
       cuda::kv_store(in(0), in(1), pos, g.n_tokens, h.n_embd_kv(), k_cache.at(static_cast<size_t>(n.layer)).as<float>(),
                      v_cache.at(static_cast<size_t>(n.layer)).as<float>(), n_ctx, stream);
@@ -573,11 +583,6 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
     case Op::LastRow:
       cuda::copy_row(in(0), g.node(n.src[0]).rows() - 1, cols, y, stream);
       break;
-    case Op::HeadRmsNorm:
-    case Op::RopeNormal:
-      // qwen3 / llama ops: the CLI refuses those families on CUDA before a backend starts
-      // (backend_choice.cpp); a graph that reaches here anyway is an error, never a skipped node.
-      fail("CUDA backend: node ", n.name, " (", op_name(n.op), ") has no CUDA kernel yet (qwen3/llama run on the CPU)");
   }
 }
 
@@ -633,12 +638,29 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
       cuda::mmvq_fused(input(g, mv, 0, p), weights->get(mv.weight).cols, nullptr, eps, nullptr, &o, 1, stream);
       break;
     }
-    case cuda::FusedKind::RopeKv: {  // q rope, k rope, K/V into the cache at the step's position
-      const Node &qr = g.node(grp.nodes[0]), &kr = g.node(grp.nodes[1]), &kv = g.node(grp.nodes[2]);
-      cuda::rope_kv_store(input(g, qr, 0, p), input(g, kr, 0, p), input(g, kv, 1, p), p.positions.as<int32_t>(), h.n_head,
-                          h.n_head_kv, h.head_dim, h.rope_base, out(p, qr.id), out(p, kr.id),
-                          k_cache.at(static_cast<size_t>(kv.layer)).as<float>(),
-                          v_cache.at(static_cast<size_t>(kv.layer)).as<float>(), n_ctx, stream);
+    case cuda::FusedKind::RopeKv:       // q rope, k rope, K/V into the cache at the step's position
+    case cuda::FusedKind::NormRopeKv: {  // the same after qwen3's per-head norms of q and k
+      const bool norm = grp.kind == cuda::FusedKind::NormRopeKv;
+      const size_t r = norm ? 2 : 0;  // the rope nodes' place in the group
+      const Node &qr = g.node(grp.nodes[r]), &kr = g.node(grp.nodes[r + 1]), &kv = g.node(grp.nodes[r + 2]);
+      cuda::RopeKvStore a;
+      if (norm) {
+        const Node &qn = g.node(grp.nodes[0]), &kn = g.node(grp.nodes[1]);
+        a.q = input(g, qn, 0, p), a.k = input(g, kn, 0, p);
+        a.q_norm_w = weights->f32(qn.weight), a.k_norm_w = weights->f32(kn.weight), a.eps = eps;
+        a.q_normed = out(p, qn.id), a.k_normed = out(p, kn.id);
+      } else {
+        a.q = input(g, qr, 0, p), a.k = input(g, kr, 0, p);
+      }
+      a.v = input(g, kv, 1, p), a.pos = p.positions.as<int32_t>();
+      a.n_head = h.n_head, a.n_head_kv = h.n_head_kv, a.head_dim = h.head_dim, a.base = h.rope_base;
+      a.mode = qr.op == Op::Rope ? RopeMode::NeoX : RopeMode::Normal;
+      a.freq_divisors = qr.weight.empty() ? nullptr : weights->f32(qr.weight);  // k's is the same (step_fusion)
+      a.q_rope = out(p, qr.id), a.k_rope = out(p, kr.id);
+      a.k_cache = k_cache.at(static_cast<size_t>(kv.layer)).as<float>();
+      a.v_cache = v_cache.at(static_cast<size_t>(kv.layer)).as<float>();
+      a.n_ctx = n_ctx;
+      cuda::rope_kv_store(a, stream);
       break;
     }
   }

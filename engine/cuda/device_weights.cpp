@@ -14,10 +14,14 @@ namespace {
 constexpr size_t kAlign = 256;  // every tensor starts 256-byte aligned (wide loads)
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// The vectors kernels read as f32: norms, biases (qwen2), qwen3's per-head Q/K norms, Llama
+// 3.1's RoPE frequency divisors. Absent ones (no bias, no QK-norm, no rope_freqs) are skipped.
 std::vector<const WeightView*> small_vectors(const Model& m) {
   std::vector<const WeightView*> v{&m.output_norm};
+  if (m.rope_freqs.present()) v.push_back(&m.rope_freqs);
   for (const auto& l : m.layers)
-    for (const WeightView* w : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.ffn_norm}) v.push_back(w);
+    for (const WeightView* w : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.ffn_norm, &l.q_norm, &l.k_norm})
+      if (w->present()) v.push_back(w);
   return v;
 }
 
@@ -51,11 +55,12 @@ DeviceWeights::DeviceWeights(const Model& m, cudaStream_t s) {
   };
   add(m.token_embd);
   add(m.output_norm);
-  add(m.output);
+  add(m.output);  // tied embeddings: token_embd.weight again (Model::output is its view)
+  if (m.rope_freqs.present()) add(m.rope_freqs);
   for (const auto& l : m.layers)
     for (const WeightView* w : {&l.attn_norm, &l.wq, &l.bq, &l.wk, &l.bk, &l.wv, &l.bv, &l.wo, &l.ffn_norm,
-                                &l.w_gate, &l.w_up, &l.w_down})
-      add(*w);
+                                &l.w_gate, &l.w_up, &l.w_down, &l.q_norm, &l.k_norm})
+      if (w->present()) add(*w);  // optional weights (biases, QK-norm) of the other families are empty
 
   // Norm weights and biases as f32 (any float type in the file), as the CPU backend reads them.
   const auto vecs = small_vectors(m);

@@ -8,6 +8,7 @@ namespace minfer::cuda {
 namespace {
 
 bool is_matvec(const Node& n) { return (n.op == Op::MatMul || n.op == Op::Logits) && n.rows() == 1; }
+bool is_rope(const Node& n) { return n.op == Op::Rope || n.op == Op::RopeNormal; }
 
 }  // namespace
 
@@ -24,6 +25,10 @@ StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&
     if (n.executed())
       for (int s : n.src) users[static_cast<size_t>(s)].push_back(n.id);
   auto free = [&](int id) { return f.group_of[static_cast<size_t>(id)] < 0; };
+  auto only_user = [&](int id, int user) {
+    const auto& us = users[static_cast<size_t>(id)];
+    return us.size() == 1 && us[0] == user;
+  };
   auto add = [&](FusedKind k, std::vector<int> ids) {
     FusedGroup grp{k, std::move(ids), -1};
     grp.last = *std::max_element(grp.nodes.begin(), grp.nodes.end());
@@ -74,14 +79,23 @@ StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&
           add(FusedKind::MatvecResidual, {n.id, add_node.id});
       }
     }
-    // Attention(q_rope, kv_store): q rope, k rope and the KV store of the layer in one launch.
+    // Attention(q_rope, kv_store): q rope, k rope and the KV store of the layer in one launch;
+    // with qwen3's per-head norms of q and k before them, those too.
     if (n.op == Op::Attention && n.rows() == 1) {
       const Node& qr = g.node(n.src[0]);
       const Node& kv = g.node(n.src[1]);
-      if (qr.op != Op::Rope || kv.op != Op::KvStore) continue;
+      if (!is_rope(qr) || kv.op != Op::KvStore) continue;
       const Node& kr = g.node(kv.src[0]);
-      if (kr.op != Op::Rope || !free(qr.id) || !free(kr.id) || !free(kv.id)) continue;
-      add(FusedKind::RopeKv, {qr.id, kr.id, kv.id});
+      // One launch rotates both with one table: the same layout and the same divisors.
+      if (kr.op != qr.op || kr.weight != qr.weight || !free(qr.id) || !free(kr.id) || !free(kv.id)) continue;
+      if (!only_user(qr.id, n.id) || !only_user(kr.id, kv.id)) continue;  // nothing else reads them
+      const Node& qn = g.node(qr.src[0]);
+      const Node& kn = g.node(kr.src[0]);
+      if (qn.op == Op::HeadRmsNorm && kn.op == Op::HeadRmsNorm && free(qn.id) && free(kn.id) &&
+          only_user(qn.id, qr.id) && only_user(kn.id, kr.id))
+        add(FusedKind::NormRopeKv, {qn.id, kn.id, qr.id, kr.id, kv.id});
+      else
+        add(FusedKind::RopeKv, {qr.id, kr.id, kv.id});
     }
   }
   return f;

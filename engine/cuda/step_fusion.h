@@ -6,6 +6,10 @@
 //   NormGateUpSwiglu RmsNorm + gate + up matvecs + SwiGLU:                       mmvq_swiglu_fused
 //   MatvecResidual   matvec + the residual Add that consumes it:                 mmvq_fused
 //   RopeKv           q rope + k rope + KV store of one layer:                     rope_kv_store
+//   NormRopeKv       q norm + k norm (qwen3's per-head QK-norm) + RopeKv:           rope_kv_store
+// The rope groups take either layout (Rope: NeoX, RopeNormal: Llama) and a frequency-divisor
+// weight (rope_freqs) when q and k rope carry the same one. Nothing here assumes biases (the
+// matvecs' are optional epilogues) or n_head * head_dim == n_embd (each matvec has its own width).
 // MINFER_CUDA_FUSION=0 turns it off: the unfused kernels are the reference path.
 #pragma once
 #include <functional>
@@ -15,7 +19,7 @@
 
 namespace minfer::cuda {
 
-enum class FusedKind { NormMatvecs, NormGateUpSwiglu, MatvecResidual, RopeKv };
+enum class FusedKind { NormMatvecs, NormGateUpSwiglu, MatvecResidual, RopeKv, NormRopeKv };
 
 struct FusedGroup {
   FusedKind kind;

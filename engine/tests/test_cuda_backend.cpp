@@ -1,10 +1,15 @@
 // Every graph op on both backends in one test (as ggml's test-backend-ops does, at the level of
 // a whole model): the tiny preset in every weight type, both prefill paths, a prefill and
-// decode steps on the same tokens; each node's CUDA output is compared with the CPU's.
-// Also: a decode step replayed as a CUDA graph equals the eager run bit for bit, and asking
-// for the cuda backend without a usable GPU is a clear error (that part runs in CI too).
+// decode steps on the same tokens; each node's CUDA output is compared with the CPU's. The same
+// for the other families' tiny presets (qwen3-tiny: QK-norm, attention width != n_embd, no
+// biases; llama-tiny: normal-layout RoPE with rope_freqs divisors, no biases), both paths, with
+// CUDA graphs and fusion as a run has them (default).
+// Also: a decode step replayed as a CUDA graph equals the eager run bit for bit, the fused
+// one-row kernels equal the unfused ones, and asking for the cuda backend without a usable GPU
+// is a clear error (that part runs in CI too).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -60,7 +65,27 @@ struct Case {
   MatmulPath path;
   double prefill_tol;  // relative L2 error per node output, CUDA vs CPU, in the prefill step
   double decode_tol;   // the same in the decode steps
+  const char* preset = "tiny";  // minfer-gen preset (qwen2 "tiny", "qwen3-tiny", "llama-tiny")
 };
+
+// The generated model's tag: "cuda-q8_0" for the qwen2 tiny preset, "cuda-qwen3-tiny-q8_0" else.
+std::string model_tag(const char* preset, const char* weights) {
+  const std::string p = preset;
+  return "cuda-" + (p == "tiny" ? std::string() : p + "-") + weights;
+}
+std::string model_tag(const Case& c) { return model_tag(c.preset, c.weights); }
+
+// The GoogleTest name of a case: "q8_0_mmq", "qwen3_tiny_q8_0_f16".
+std::string case_name(const Case& c) {
+  const std::string p = c.preset;
+  std::string n = (p == "tiny" ? std::string() : p + "_") + c.weights + "_" + matmul_path_name(c.path, "cuda");
+  std::replace(n.begin(), n.end(), '-', '_');
+  std::replace(n.begin(), n.end(), '.', '_');
+  return n;
+}
+
+// The other families' tiny presets, run by every whole-model test below beside qwen2's "tiny".
+const char* const kFamilyPresets[] = {"qwen3-tiny", "llama-tiny"};
 
 // Tolerances (measured on the H200 in the comments' order of magnitude, with 2-4x margin):
 // - f32 math in another order: ~1e-6.
@@ -90,6 +115,28 @@ const Case kCases[] = {
     {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 1e-2, 6e-2},
 };
 
+// qwen3-tiny and llama-tiny with the tiny preset's tolerances (the same kernels, plus
+// head_rms_norm / rope_normal, which agree with their CPU twins to ~1e-7): float weights,
+// the legacy types, a K-quant mix, on both prefill paths.
+const Case kFamilyCases[] = {
+    {"f32", GenWeights::F32, MatmulPath::MMQ, 1e-5, 1e-5, "qwen3-tiny"},
+    {"f16", GenWeights::F16, MatmulPath::MMQ, 3e-3, 3e-3, "qwen3-tiny"},
+    {"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 1e-5, 1e-5, "qwen3-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 1e-5, 1e-5, "qwen3-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ, 6e-2, 6e-2, "qwen3-tiny"},
+    {"q8_0", GenWeights::Q8_0, MatmulPath::Float, 1e-2, 6e-2, "qwen3-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::Float, 1e-2, 6e-2, "qwen3-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 1e-2, 6e-2, "qwen3-tiny"},
+    {"f32", GenWeights::F32, MatmulPath::MMQ, 1e-5, 1e-5, "llama-tiny"},
+    {"f16", GenWeights::F16, MatmulPath::MMQ, 3e-3, 3e-3, "llama-tiny"},
+    {"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 1e-5, 1e-5, "llama-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 1e-5, 1e-5, "llama-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ, 6e-2, 6e-2, "llama-tiny"},
+    {"q8_0", GenWeights::Q8_0, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
+};
+
 }  // namespace
 
 TEST(CudaBackend, ErrorWithoutUsableGpu) {
@@ -113,9 +160,10 @@ class CudaVsCpu : public ::testing::TestWithParam<Case> {};
 TEST_P(CudaVsCpu, EveryNodeOfPrefillAndDecode) {
   MINFER_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
+  auto path = minfer::testing::generated_model(model_tag(c), c.preset, c.gen);
   MINFER_REQUIRE_MODEL(path);
   const TinyModel t = load_tiny(path);
+  ASSERT_TRUE(t.m->hp.arch == preset_hparams(c.preset).arch) << c.preset;
   CpuBackend cpu(*t.m, c.path);
   CudaBackend gpu(*t.m, c.path);
   const auto a = run_steps(t, cpu);
@@ -134,41 +182,47 @@ TEST_P(CudaVsCpu, EveryNodeOfPrefillAndDecode) {
       if (x.empty()) continue;
       const double e = rel_l2(y, x);
       if (e > worst) worst = e, worst_node = n.name;
-      EXPECT_LE(e, tol) << c.weights << " " << matmul_path_name(c.path, "cuda") << " step " << s << " node " << n.name;
+      EXPECT_LE(e, tol) << c.preset << " " << c.weights << " " << matmul_path_name(c.path, "cuda") << " step " << s
+                        << " node " << n.name;
     }
     const double le = rel_l2(b[s].logits, a[s].logits);
     EXPECT_LE(le, tol) << "logits, step " << s;
     same_top1 += argmax(a[s].logits) == argmax(b[s].logits);
-    std::printf("  %-6s %-3s step %zu: worst node %-22s rel.err %.2e, logits %.2e\n", c.weights,
+    std::printf("  %-10s %-6s %-3s step %zu: worst node %-22s rel.err %.2e, logits %.2e\n", c.preset, c.weights,
                 matmul_path_name(c.path, "cuda"), s, worst_node.c_str(), worst, le);
   }
   // Random weights give near-ties; allow one flip in seven steps.
   EXPECT_GE(same_top1, static_cast<int>(a.size()) - 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaVsCpu, ::testing::ValuesIn(kCases), [](const auto& info) {
-  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path, "cuda");
-});
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaVsCpu, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return case_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Families, CudaVsCpu, ::testing::ValuesIn(kFamilyCases),
+                         [](const auto& info) { return case_name(info.param); });
 
 // The decode step captured once as a CUDA graph and replayed must equal the eager kernels
 // exactly (same kernels, same order), for every step: proves the position and KV length are
 // read from device memory, not baked into the capture.
+// Every family: qwen2's tiny, qwen3-tiny, llama-tiny.
 TEST(CudaBackend, GraphReplayEqualsEager) {
   MINFER_REQUIRE_GPU();
-  auto path = minfer::testing::generated_model("cuda-q4_0", "tiny", GenWeights::Q4_0);
-  MINFER_REQUIRE_MODEL(path);
-  const TinyModel t = load_tiny(path);
-  CudaBackend graphed(*t.m, MatmulPath::MMQ);
-  ASSERT_TRUE(graphed.step_graphs());
-  setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  CudaBackend eager(*t.m, MatmulPath::MMQ);
-  unsetenv("MINFER_NO_CUDA_GRAPH");
-  ASSERT_FALSE(eager.step_graphs());
-  const auto a = run_steps(t, graphed);
-  const auto b = run_steps(t, eager);
-  for (size_t s = 0; s < a.size(); ++s) {
-    EXPECT_EQ(a[s].logits, b[s].logits) << "step " << s;
-    for (size_t i = 0; i < a[s].nodes.size(); ++i) EXPECT_EQ(a[s].nodes[i], b[s].nodes[i]) << "step " << s << " node " << i;
+  for (const char* preset : {"tiny", kFamilyPresets[0], kFamilyPresets[1]}) {
+    SCOPED_TRACE(preset);
+    auto path = minfer::testing::generated_model(model_tag(preset, "q4_0"), preset, GenWeights::Q4_0);
+    MINFER_REQUIRE_MODEL(path);
+    const TinyModel t = load_tiny(path);
+    CudaBackend graphed(*t.m, MatmulPath::MMQ);
+    ASSERT_TRUE(graphed.step_graphs());
+    setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+    CudaBackend eager(*t.m, MatmulPath::MMQ);
+    unsetenv("MINFER_NO_CUDA_GRAPH");
+    ASSERT_FALSE(eager.step_graphs());
+    const auto a = run_steps(t, graphed);
+    const auto b = run_steps(t, eager);
+    for (size_t s = 0; s < a.size(); ++s) {
+      EXPECT_EQ(a[s].logits, b[s].logits) << "step " << s;
+      for (size_t i = 0; i < a[s].nodes.size(); ++i) EXPECT_EQ(a[s].nodes[i], b[s].nodes[i]) << "step " << s << " node " << i;
+    }
   }
 }
 
@@ -182,7 +236,7 @@ class FusedVsUnfused : public ::testing::TestWithParam<Case> {};
 TEST_P(FusedVsUnfused, EveryNodeOfEveryStep) {
   MINFER_REQUIRE_GPU();
   const Case& c = GetParam();
-  auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
+  auto path = minfer::testing::generated_model(model_tag(c), c.preset, c.gen);
   MINFER_REQUIRE_MODEL(path);
   const TinyModel t = load_tiny(path);
   CudaBackend fused(*t.m, c.path);
@@ -196,7 +250,8 @@ TEST_P(FusedVsUnfused, EveryNodeOfEveryStep) {
   for (size_t s = 0; s < a.size(); ++s) {
     for (size_t i = 0; i < a[s].nodes.size(); ++i) {
       if (a[s].nodes[i].empty()) continue;
-      EXPECT_LE(rel_l2(b[s].nodes[i], a[s].nodes[i]), 1e-6) << c.weights << " step " << s << " node " << i;
+      EXPECT_LE(rel_l2(b[s].nodes[i], a[s].nodes[i]), 1e-6)
+          << c.preset << " " << c.weights << " step " << s << " node " << (s == 0 ? t.pre : t.dec).nodes[i].name;
     }
     EXPECT_EQ(argmax(a[s].logits), argmax(b[s].logits)) << "step " << s;
   }
@@ -209,9 +264,20 @@ const Case kQuantCases[] = {
     {"q5_k", GenWeights::Q5_K, MatmulPath::MMQ, 0, 0}, {"q6_k", GenWeights::Q6_K, MatmulPath::MMQ, 0, 0},
     {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 0, 0},
 };
-INSTANTIATE_TEST_SUITE_P(QuantizedTypes, FusedVsUnfused, ::testing::ValuesIn(kQuantCases), [](const auto& info) {
-  return std::string(info.param.weights) + "_" + matmul_path_name(info.param.path, "cuda");
-});
+INSTANTIATE_TEST_SUITE_P(QuantizedTypes, FusedVsUnfused, ::testing::ValuesIn(kQuantCases),
+                         [](const auto& info) { return case_name(info.param); });
+// qwen3: the QK-norm folded into the rope + KV-store launch (NormRopeKv), q/k/v matvecs without
+// biases, attn_output reading 2x n_embd; llama: normal-layout rope with divisors in that launch.
+const Case kFamilyQuantCases[] = {
+    {"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 0, 0, "qwen3-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 0, 0, "qwen3-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 0, 0, "qwen3-tiny"},
+    {"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 0, 0, "llama-tiny"},
+    {"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 0, 0, "llama-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 0, 0, "llama-tiny"},
+};
+INSTANTIATE_TEST_SUITE_P(Families, FusedVsUnfused, ::testing::ValuesIn(kFamilyQuantCases),
+                         [](const auto& info) { return case_name(info.param); });
 
 // The greedy token computed in the step (argmax on the device, graph-captured for decode) is the
 // host argmax of the same logits row (lowest id on ties), at every step.
@@ -240,19 +306,26 @@ TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {
 // once their last reader has run, exec/buffer_plan.h); only the logits keep their own buffer.
 // Its logits, greedy token and the decode steps after it must equal a recorded run's (one buffer
 // per node) bit for bit: same kernels, same order. Also a one-token prefill, whose one-row nodes
-// run as fused groups (the arena's lifetimes follow the groups' launches), and both prefill paths.
+// run as fused groups (the arena's lifetimes follow the groups' launches), and both prefill paths,
+// for qwen3-tiny (its one-token prefill fuses the QK-norm into the rope + KV-store launch) and
+// llama-tiny too.
 TEST(CudaBackend, SharedArenaPrefillEqualsRecorded) {
   MINFER_REQUIRE_GPU();
   struct ArenaCase {
     const char* weights;
     GenWeights gen;
     MatmulPath path;
+    const char* preset = "tiny";
   };
   for (const ArenaCase& c : {ArenaCase{"q4_0", GenWeights::Q4_0, MatmulPath::MMQ},
                              ArenaCase{"q8_0", GenWeights::Q8_0, MatmulPath::Float},
-                             ArenaCase{"f16", GenWeights::F16, MatmulPath::MMQ}}) {
-    SCOPED_TRACE(std::string(c.weights) + " " + matmul_path_name(c.path, "cuda"));
-    auto path = minfer::testing::generated_model(std::string("cuda-") + c.weights, "tiny", c.gen);
+                             ArenaCase{"f16", GenWeights::F16, MatmulPath::MMQ},
+                             ArenaCase{"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, "qwen3-tiny"},
+                             ArenaCase{"q8_0", GenWeights::Q8_0, MatmulPath::Float, "qwen3-tiny"},
+                             ArenaCase{"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, "llama-tiny"},
+                             ArenaCase{"q8_0", GenWeights::Q8_0, MatmulPath::Float, "llama-tiny"}}) {
+    SCOPED_TRACE(std::string(c.preset) + " " + c.weights + " " + matmul_path_name(c.path, "cuda"));
+    auto path = minfer::testing::generated_model(model_tag(c.preset, c.weights), c.preset, c.gen);
     MINFER_REQUIRE_MODEL(path);
     const TinyModel t = load_tiny(path);
     CudaBackend recorded(*t.m, c.path);

@@ -1,7 +1,8 @@
 // The qwen3 and llama families on the CPU, end to end: the generated tiny models carry exactly
 // the metadata keys and tensor names llama.cpp's converter writes (literal lists below, from
 // convert_hf_to_gguf.py / gguf-py's constants), their graphs have each family's nodes and widths,
-// and `minfer` runs them with a trace that `minfer-trace validate` accepts.
+// and `minfer` runs them with a trace that `minfer-trace validate` accepts (on the CPU, and on the
+// CUDA backend when a GPU is there).
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -14,8 +15,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "gguf/gguf_writer.h"
 #include "graph/build_graph.h"
 #include "model/model.h"
+#if MINFER_HAVE_CUDA
+#include "cuda/device_info.h"
+#endif
 #include "test_models.h"
 
 namespace fs = std::filesystem;
@@ -188,19 +193,63 @@ TEST(ModelFamilies, TokenizeAddsLlamaBosOnly) {
   EXPECT_EQ(slurp(out.string()), "[9707,1879]\n");
 }
 
-// The CUDA backend does not run qwen3/llama yet: --backend cuda is an error that says so (on any
-// machine), and auto picks the CPU at start, saying why, instead of switching mid-run.
-TEST(ModelFamilies, CudaBackendRefusesTheNewFamiliesUpFront) {
+// Every family Model::load accepts runs on the CUDA backend: --backend cuda is refused only for
+// want of a usable GPU (or of the CUDA toolkit in this build), never for the family. With a GPU,
+// both new families generate there with a trace that validates, and auto picks cuda.
+TEST(ModelFamilies, CudaBackendRunsTheNewFamilies) {
   auto q3 = minfer::testing::generated_model("fam-qwen3-tiny", "qwen3-tiny", GenWeights::Q8_0);
   MINFER_REQUIRE_MODEL(q3);
-  const fs::path log = fs::path(MINFER_BINARY_DIR) / "test-families" / "cuda-refusal.txt";
-  fs::create_directories(log.parent_path());
-  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 --backend cuda >" + log.string() + " 2>&1"), 1);
-  EXPECT_NE(slurp(log.string()).find("--backend cuda: qwen3 is not yet supported on the CUDA backend; use --backend cpu"),
-            std::string::npos)
-      << slurp(log.string());
-  EXPECT_EQ(sh(kBin + "minfer " + q3 + " hi -n 1 >" + log.string() + " 2>&1"), 0) << slurp(log.string());
-  EXPECT_NE(slurp(log.string()).find("backend: auto picks cpu: qwen3 is not yet supported on the CUDA backend"),
-            std::string::npos)
-      << slurp(log.string());
+  auto ll = minfer::testing::generated_model("fam-llama-tiny", "llama-tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(ll);
+  std::string no_gpu;
+#if MINFER_HAVE_CUDA
+  const bool gpu = cuda::device_usable(&no_gpu);
+#else
+  const bool gpu = false;
+  no_gpu = "this build of minfer has no CUDA backend";
+#endif
+  for (const auto& [model, tag] : {std::pair{q3, std::string("qwen3")}, std::pair{ll, std::string("llama")}}) {
+    SCOPED_TRACE(tag);
+    const fs::path dir = fs::path(MINFER_BINARY_DIR) / "test-families" / ("cuda-" + tag);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string t = (dir / "t.json").string(), log = (dir / "log").string();
+    const int rc = sh("MINFER_TRACE=" + t + " " + kBin + "minfer " + model + " \"Hello, it's 12345 apples\" -n 4 --backend cuda >" +
+                      log + " 2>&1");
+    const std::string out = slurp(log);
+    EXPECT_EQ(out.find("not yet supported"), std::string::npos) << out;
+    if (!gpu) {
+      EXPECT_EQ(rc, 1) << out;
+      EXPECT_NE(out.find("--backend cuda: " + no_gpu.substr(0, 20)), std::string::npos) << out;
+      continue;
+    }
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("backend: cuda on "), std::string::npos) << out;
+    EXPECT_EQ(sh(kBin + "minfer-trace validate " + t + " >" + log + " 2>&1"), 0) << slurp(log);
+    const auto j = nlohmann::json::parse(slurp(t));
+    EXPECT_EQ(j["meta"]["model"]["architecture"], tag);
+    EXPECT_GE(j["steps"].size(), 1u);  // up to 4 (an end-of-generation token may stop it early)
+    EXPECT_LE(j["steps"].size(), 4u);
+    // auto picks the GPU for the family too.
+    EXPECT_EQ(sh(kBin + "minfer " + model + " hi -n 1 >" + log + " 2>&1"), 0) << slurp(log);
+    EXPECT_NE(slurp(log).find("backend: cuda (auto)"), std::string::npos) << slurp(log);
+  }
+}
+
+// An architecture nobody supports stays a clear error on every backend, before any GPU work.
+TEST(ModelFamilies, OtherArchitecturesAreAClearError) {
+  const fs::path dir = fs::path(MINFER_BINARY_DIR) / "test-families" / "other-arch";
+  fs::create_directories(dir);
+  const std::string model = (dir / "gemma3.gguf").string(), log = (dir / "log").string();
+  GGUFWriter w;
+  w.set("general.architecture", GGUFValue::str("gemma3"));
+  w.set("gemma3.block_count", GGUFValue::u32(1));
+  w.write(model);
+  for (const char* backend : {"cpu", "cuda", "auto"}) {
+    SCOPED_TRACE(backend);
+    EXPECT_EQ(sh(kBin + "minfer " + model + " hi -n 1 --backend " + backend + " >" + log + " 2>&1"), 1) << slurp(log);
+    EXPECT_NE(slurp(log).find("unsupported architecture 'gemma3' (general.architecture); minfer supports qwen2, qwen3 or llama"),
+              std::string::npos)
+        << slurp(log);
+  }
 }

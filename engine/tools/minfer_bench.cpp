@@ -65,8 +65,8 @@ int64_t decode_weight_bytes(const minfer::Model& m) {
   if (!m.hp.tied_embeddings) b += static_cast<int64_t>(m.token_embd.row_bytes);
   for (const auto& l : m.layers)
     for (const minfer::WeightView* w : {&l.attn_norm, &l.wq, &l.bq, &l.wk, &l.bk, &l.wv, &l.bv, &l.wo,
-                                        &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      b += bytes(*w);
+                                        &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.q_norm, &l.k_norm})
+      b += bytes(*w);  // absent ones (biases of qwen3/llama, QK-norm of qwen2/llama) are empty: 0 bytes
   return b;
 }
 

@@ -13,8 +13,8 @@ print("|---|---|---|---|---|---|---|---|---|")
 for path in sys.argv[1:]:
     d = json.load(open(path))
     name = os.path.basename(path)[len("diff-"):-len(".json")]
-    preset, rest = name.split("-", 1) if not name.startswith("qwen2.5-0.5b") else ("qwen2.5-0.5b", name[len("qwen2.5-0.5b-"):])
-    weights, mpath = rest.rsplit("-", 1)
+    # Presets carry dashes (qwen2.5-0.5b, llama-3.2-1b), weight and path names do not.
+    preset, weights, mpath = name.rsplit("-", 2)
     sq, cos, worst = [], [], (1e9, "-")
     same = 0
     for s in d["steps"]:

