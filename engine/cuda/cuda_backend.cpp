@@ -16,6 +16,7 @@
 #include "cuda/argmax.h"
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
+#include "cuda/dequant.h"
 #include "cuda/device_bandwidth.h"
 #include "cuda/device_info.h"
 #include "cuda/device_weights.h"
@@ -36,6 +37,7 @@
 #include "cuda/rope_kv.h"
 #include "cuda/step_fusion.h"
 #include "cuda/summarize.h"
+#include "cuda/tensor_compare.h"
 #include "exec/buffer_plan.h"
 
 namespace minfer {
@@ -59,21 +61,62 @@ struct StepSummaries {
 };
 
 // A node's output in device memory. Its summary comes from the step's device summaries when the
-// step computed them with the asked spec; otherwise from a host copy (summarize_host).
+// step computed them with the asked spec; otherwise from a host copy (summarize_host). The paired
+// trace's metrics against another device tensor (the reference backend's output of the node, or
+// the node rerun on the reference path) are computed on the device too (cuda/tensor_compare.h):
+// only their few bytes come back.
 class DeviceOutput final : public NodeOutput {
  public:
-  // lanes: the streams a step may run on (the buffer is read after both finished).
-  DeviceOutput(const float* d, int64_t rows, int64_t cols, std::array<cudaStream_t, 2> lanes, const StepSummaries* sums, int id)
-      : d_(d), rows_(rows), cols_(cols), lanes_(lanes), sums_(sums), id_(id) {}
+  // lanes: the streams a step may run on (the buffer is read after both finished). cmp: the
+  // backend's comparison scratch (null: the metrics go through host copies).
+  DeviceOutput(const float* d, int64_t rows, int64_t cols, std::array<cudaStream_t, 2> lanes, const StepSummaries* sums,
+               int id, cuda::DeviceComparer* cmp)
+      : d_(d), rows_(rows), cols_(cols), lanes_(lanes), sums_(sums), id_(id), cmp_(cmp) {}
   TensorSummary summarize(const SummarySpec& spec) const override {
     const int i = device_index();
     if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->read_slot, static_cast<size_t>(i));
     std::vector<float> h = to_host();
     return summarize_host(h.data(), rows_, cols_, spec);
   }
+  // On the device when the reference is a device tensor of the same size. A tensor against itself
+  // (what rerun_node returns for a node both paths compute alike) is identical by definition: no
+  // kernel, when the step's summary says every element is finite (max_abs_at is then 0).
+  TensorCompare compare_to(const NodeOutput& ref, const CompareTolerance& tol) const override {
+    const auto* r = dynamic_cast<const DeviceOutput*>(&ref);
+    if (!r || !cmp_ || r->elements() != elements()) return NodeOutput::compare_to(ref, tol);
+    if (r == this) {
+      const int i = device_index();
+      if (i >= 0) {
+        const TensorStats st = sums_->ds->read(sums_->read_slot, static_cast<size_t>(i)).stats;
+        if (st.count > 0 && st.nan == 0 && st.inf == 0) {
+          TensorCompare same;
+          same.max_abs_at = 0;
+          return same;
+        }
+      }
+    }
+    wait();
+    r->wait();
+    return cmp_->compare(d_, r->d_, elements(), tol, lanes_[0]);
+  }
+  // The step's device outliers; against a device reference, its values there are gathered on
+  // the device.
   std::vector<Outlier> outliers(int k, const NodeOutput* ref) const override {
     const int i = device_index();
-    if (i >= 0 && !ref && sums_->ds->outliers() == k) return sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
+    if (i >= 0 && sums_->ds->outliers() == k) {
+      std::vector<Outlier> o = sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
+      if (!ref) return o;
+      const auto* r = dynamic_cast<const DeviceOutput*>(ref);
+      if (r && cmp_ && r->elements() == elements() && o.size() <= static_cast<size_t>(cuda::kMaxGather)) {
+        if (o.empty()) return o;
+        std::vector<int64_t> idx;
+        for (const Outlier& x : o) idx.push_back(x.index);
+        r->wait();
+        const std::vector<float> v = cmp_->gather(r->d_, idx, lanes_[0]);
+        for (size_t j = 0; j < o.size(); ++j) o[j].ref_value = v[j];
+        return o;
+      }
+    }
     return NodeOutput::outliers(k, ref);
   }
   BlockScales block_scales(int64_t cols, int block) const override {
@@ -84,7 +127,7 @@ class DeviceOutput final : public NodeOutput {
   }
   std::vector<float> to_host() const override {
     std::vector<float> h(static_cast<size_t>(rows_ * cols_));
-    for (cudaStream_t s : lanes_) cuda::sync_bounded(s, "the step before reading a node output");
+    wait();
     CUDA_CHECK(cudaMemcpy(h.data(), d_, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return h;
   }
@@ -95,11 +138,17 @@ class DeviceOutput final : public NodeOutput {
   std::array<cudaStream_t, 2> lanes_;
   const StepSummaries* sums_;
   int id_;
+  cuda::DeviceComparer* cmp_;
 
+  int64_t elements() const { return rows_ * cols_; }
+  // The step that writes the tensor has finished.
+  void wait() const {
+    for (cudaStream_t s : lanes_) cuda::sync_bounded(s, "the step before reading a node output");
+  }
   // This tensor's place in the read step's device summaries; -1 when it has none.
   int device_index() const {
     const StepSummaries& ss = *sums_;
-    return ss.live[static_cast<size_t>(ss.read_slot)] && ss.ds ? ss.index[static_cast<size_t>(id_)] : -1;
+    return id_ >= 0 && ss.live[static_cast<size_t>(ss.read_slot)] && ss.ds ? ss.index[static_cast<size_t>(id_)] : -1;
   }
 };
 
@@ -237,6 +286,29 @@ struct CudaBackend::Impl {
   };
   std::array<Slot, 2> slots;
   int cur = 0, reading = 0;
+  // The paired trace's metrics on the device (DeviceOutput::compare_to, outliers).
+  std::unique_ptr<cuda::DeviceComparer> comparer;
+  // rerun_node's scratch: a MatMul of the last step run again on the other matmul path, on the
+  // last step's lane after it, from the node's input as the step left it. The f16 path
+  // dequantizes the node's weight into `w16` (this backend has no W16 cache on the MMQ path;
+  // the same kernel builds the reference's cache, so the rerun is what the reference computes
+  // from these inputs).
+  struct Rerun {
+    DeviceBuffer y, act_q8, act_half, w16;
+    std::string w16_of;  // the weight `w16` holds ("" none)
+    StepSummaries none;  // a rerun output has no device summary
+    std::unique_ptr<DeviceOutput> out;
+    cudaEvent_t done = nullptr;
+    bool pending = false;  // enqueued since the last step: the next step waits for `done`
+  } rerun;
+  // Whether a MatMul/Logits node computes differently on `p` than on this backend's path: a
+  // quantized weight on more than one row (mmq against dequant + cuBLAS). One-row matmuls
+  // (decode, the LM head) take the same matvec on both paths, float weights the same cuBLAS GEMM.
+  bool path_dependent(const Node& n, MatmulPath p) const {
+    if ((n.op != Op::MatMul && n.op != Op::Logits) || n.weight.empty() || p == path || n.rows() == 1) return false;
+    return is_quantized(weights->get(n.weight).type);
+  }
+  const NodeOutput* rerun_matmul(const Graph& g, const Node& n, MatmulPath p, StepPlan& plan);
 
   Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
         fusion(cuda::step_fusion_enabled()), chain(!env_is("MINFER_CUDA_CHAIN", "0")) {}
@@ -256,6 +328,7 @@ struct CudaBackend::Impl {
       if (sl.token_copied) cudaEventDestroy(sl.token_copied);
     }
     if (host_logits) cudaFreeHost(host_logits);
+    if (rerun.done) cudaEventDestroy(rerun.done);
     if (cublas) cublasDestroy(cublas);
     for (cudaEvent_t e : {fork_ev, lane_switch, join_ev[0], join_ev[1], tail_done[0], tail_done[1]})
       if (e) cudaEventDestroy(e);
@@ -339,6 +412,8 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   cuda::check_cublas(cublasSetWorkspace(impl_->cublas, impl_->cublas_workspace.get(), impl_->cublas_workspace.bytes()),
                      "cublasSetWorkspace");
   impl_->weights = std::make_unique<cuda::DeviceWeights>(m, impl_->stream);
+  impl_->comparer = std::make_unique<cuda::DeviceComparer>();
+  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->rerun.done, cudaEventDisableTiming));
   if (path == MatmulPath::Float) impl_->weights->build_w16_cache(m, impl_->stream);
 }
 
@@ -435,7 +510,7 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
         p.out[i].alloc(bytes, "the output of node '" + n.name + "'");
         p.ptr[i] = p.out[i].as<float>();
         p.bytes += bytes;
-        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), lanes, &p.summaries, n.id);
+        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), lanes, &p.summaries, n.id, comparer.get());
       }
     }
     // Matmul scratch, only where a kernel reads it (Impl::matmul): Q8_1 activations for quantized
@@ -584,6 +659,71 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
       cuda::copy_row(in(0), g.node(n.src[0]).rows() - 1, cols, y, stream);
       break;
   }
+}
+
+// The paired trace's local error: node n of the last step on path `p`, from the step's own
+// inputs. A node that computes alike on both paths (every op but a quantized matmul on more than
+// one row; see path_dependent) is its own rerun: its output as it is, so its local error is
+// exactly 0, as the CPU backend's rerun of it gives. Only the last launched step: a pipelined run
+// that has launched the next step (read_step(previous)) has rewritten its inputs; the generation
+// loop never pipelines a paired run (its logits are read on the host for both samplers).
+const NodeOutput* CudaBackend::rerun_node(const Graph& g, const Node& n, MatmulPath path) {
+  Impl& d = *impl_;
+  if (!n.executed() || !n.has_output || n.op == Op::Input) return nullptr;
+  StepPlan* p = d.slots[static_cast<size_t>(d.reading)].plan;
+  if (!p || static_cast<size_t>(n.id) >= p->outputs.size() || p->ptr[static_cast<size_t>(n.id)] == nullptr)
+    fail("rerun_node: node '", n.name, "' is not in the last step");
+  const NodeOutput* own = p->outputs[static_cast<size_t>(n.id)].get();
+  if (!own) return nullptr;  // not kept after the step (a prefill nobody records shares one arena)
+  if (!d.path_dependent(n, path)) return own;
+  if (d.reading != d.cur)
+    fail("rerun_node: node '", n.name, "' of the step before the last one: the last step has rewritten its inputs");
+  return d.rerun_matmul(g, n, path, *p);
+}
+
+const NodeOutput* CudaBackend::Impl::rerun_matmul(const Graph& g, const Node& n, MatmulPath p, StepPlan& plan) {
+  const Node& src = g.node(n.src.at(0));
+  if (!plan.outputs[static_cast<size_t>(src.id)]) return nullptr;  // its input was not kept
+  const float* x = plan.ptr[static_cast<size_t>(src.id)];
+  const cuda::DeviceWeight& w = weights->get(n.weight);
+  const int64_t nt = n.rows();
+  if (w.rows != n.cols() || w.cols != src.cols())
+    fail("rerun_node: node '", n.name, "' is ", nt, "x", n.cols(), " from ", src.cols(), " columns, its weight ", w.rows,
+         "x", w.cols);
+  // Scratch grows to the largest matmul asked (cudaFree waits for the device: no rerun in flight
+  // reads a freed buffer).
+  auto room = [](DeviceBuffer& b, size_t bytes, const char* what) {
+    if (b.bytes() >= bytes) return false;
+    b.alloc(bytes, what);
+    return true;
+  };
+  room(rerun.y, static_cast<size_t>(nt * w.rows) * sizeof(float), "the rerun node's output (paired trace)");
+  float* y = rerun.y.as<float>();
+  const float* bias = n.bias.empty() ? nullptr : weights->f32(n.bias);
+  const cudaStream_t s = lanes[static_cast<size_t>(last_lane)];  // after the step, in order
+  if (p == MatmulPath::MMQ) {
+    if (!cuda::mmq_supports(w.type))
+      fail("rerun_node: weight '", n.weight, "' has type ", minfer::name(w.type), ", which the mmq kernel does not support");
+    room(rerun.act_q8, static_cast<size_t>(nt * w.cols / 32 * 36), "the rerun's Q8_1 activations (paired trace)");
+    cuda::quantize_q8_1(x, nt, w.cols, rerun.act_q8.get(), s);
+    cuda::mmq(w.type, w.data, w.rows, w.cols, rerun.act_q8.get(), nt, bias, y, s);
+  } else {
+    if (room(rerun.w16, static_cast<size_t>(w.rows * w.cols) * sizeof(__half), "the rerun's f16 weight (paired trace)"))
+      rerun.w16_of.clear();
+    room(rerun.act_half, static_cast<size_t>(nt * w.cols) * 2, "the rerun's f16 activations (paired trace)");
+    if (rerun.w16_of != n.weight) {
+      cuda::dequant_to_f16(w.type, w.data, w.rows, w.cols, rerun.w16.as<__half>(), s);
+      rerun.w16_of = n.weight;
+    }
+    cuda::matmul_float_weights(cublas, WeightType::F16, rerun.w16.get(), w.rows, w.cols, x, nt, rerun.act_half.get(),
+                               y, s);
+    if (bias) cuda::add_bias(y, bias, y, nt, w.rows, s);
+  }
+  CUDA_CHECK(cudaEventRecord(rerun.done, s));
+  rerun.pending = true;
+  rerun.out = std::make_unique<DeviceOutput>(y, nt, w.rows, std::array<cudaStream_t, 2>{s, s}, &rerun.none, -1,
+                                             comparer.get());
+  return rerun.out.get();
 }
 
 // Quantized weights read 8-bit activations (Q8_1, 32-element blocks) in mmvq and mmq; the f16
@@ -980,6 +1120,10 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   const int lane = alternating ? d.cur : 0;
   const cudaStream_t ls = d.lanes[static_cast<size_t>(lane)];
   d.enter_lane(lane, alternating);
+  if (d.rerun.pending) {  // a rerun of the last step reads buffers this step rewrites
+    CUDA_CHECK(cudaStreamWaitEvent(ls, d.rerun.done, 0));
+    d.rerun.pending = false;
+  }
   if (recording) CUDA_CHECK(cudaEventRecord(sl.ev_begin, ls));
   if (chained)
     CUDA_CHECK(cudaMemcpyAsync(p.tokens.get(), p.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToDevice, ls));

@@ -5,6 +5,8 @@
 // and position are copied into device memory before each replay and every kernel reads them
 // there. MINFER_NO_CUDA_GRAPH=1 runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
 // with MINFER_MMQ=0, weights dequantized once to f16 (the "W16 cache") and cuBLAS tensor cores.
+// Paired traces (--compare-path): node reruns on the other path and the metrics against the
+// reference are computed on the device (rerun_node, DeviceOutput in the .cpp).
 #pragma once
 #include <memory>
 #include <vector>
@@ -41,6 +43,11 @@ class CudaBackend final : public Backend {
   std::string kernel_records_unavailable() const override;
   const char* summaries_computed_on() const override { return "device"; }
   int activation_block(const Node& n) const override;
+  // The paired trace's local error on the device: a quantized matmul of more than one row rerun
+  // on the other path (mmq, or the weight dequantized to f16 + cuBLAS) from the last step's own
+  // input into scratch; every other node is its own rerun (the same kernels on both paths).
+  const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) override;
+  bool reruns_nodes() const override { return true; }
   int64_t decode_kernels() const override;
   double read_bandwidth_gbs() override;
 

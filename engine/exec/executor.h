@@ -31,7 +31,9 @@ class Executor {
 
  private:
   NodeView view(const Graph& g, const Node& n);
-  void report_nodes(const Graph& g, const StepInfo& s, const StepRecording& rec);
+  static StepRecording reference_recording(const StepRecording& rec);
+  // gpu: the step's GPU time when already read (else read here, after the nodes).
+  void report_nodes(const Graph& g, const StepInfo& s, const StepRecording& rec, const StepGpuTime* gpu);
 
   Backend& backend_;
   Backend* reference_;

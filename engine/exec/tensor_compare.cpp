@@ -9,27 +9,35 @@
 namespace minfer {
 
 TensorCompare compare_host(const float* a, const float* b, int64_t n, const CompareTolerance& tol) {
-  TensorCompare c;
-  double saa = 0, sbb = 0, sab = 0, see = 0;
+  CompareSums s;
   for (int64_t i = 0; i < n; ++i) {
     const bool fa = std::isfinite(a[i]), fb = std::isfinite(b[i]);
     if (!fa || !fb) {
       const bool same = !fa && !fb && ((std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i]);
-      if (!same) ++c.nonfinite_mismatch;
+      if (!same) ++s.nonfinite;
       continue;
     }
     const double x = a[i], y = b[i], d = x - y, ad = std::fabs(d);
-    saa += x * x;
-    sbb += y * y;
-    sab += x * y;
-    see += d * d;
-    if (c.max_abs_at < 0 || ad > c.max_abs_diff) {  // the first of equal maxima stays
-      c.max_abs_diff = ad;
-      c.max_abs_at = i;
+    s.saa += x * x;
+    s.sbb += y * y;
+    s.sab += x * y;
+    s.see += d * d;
+    if (s.max_at < 0 || ad > s.max_abs) {  // the first of equal maxima stays
+      s.max_abs = ad;
+      s.max_at = i;
     }
-    if (ad > tol.abs + tol.rel * std::fabs(y)) ++c.n_beyond;
+    if (ad > tol.abs + tol.rel * std::fabs(y)) ++s.n_beyond;
   }
-  c.n_beyond += c.nonfinite_mismatch;
+  return compare_from_sums(s);
+}
+
+TensorCompare compare_from_sums(const CompareSums& s) {
+  TensorCompare c;
+  const double saa = s.saa, sbb = s.sbb, sab = s.sab, see = s.see;
+  c.max_abs_diff = s.max_at < 0 ? 0.0 : s.max_abs;
+  c.max_abs_at = s.max_at;
+  c.nonfinite_mismatch = s.nonfinite;
+  c.n_beyond = s.n_beyond + s.nonfinite;
   c.cosine = saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : (saa == sbb ? 1.0 : 0.0);
   const double inf = std::numeric_limits<double>::infinity();
   c.rel_l2 = sbb > 0 ? std::sqrt(see / sbb) : (see == 0 ? 0.0 : inf);

@@ -1,7 +1,8 @@
 // What a paired trace measures per node, over FULL tensors (docs/trace-format.md, NodeRecord
 // `cmp`, `outliers`, `act_scales`): a tensor against its reference, the largest |x|, and the
 // block scales an 8-bit activation quantization uses. Plain host loops in double; NodeOutput's
-// default methods run them on to_host() copies, a device backend may compute them in place.
+// default methods run them on to_host() copies, a device backend computes them in place (cuda:
+// engine/cuda/tensor_compare.h, engine/cuda/summarize.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,20 @@ struct TensorCompare {
 // a: the tensor, b: its reference, n elements each. Pairs where both are the same non-finite
 // value (NaN and NaN, +Inf and +Inf) count as equal and take no part in the sums.
 TensorCompare compare_host(const float* a, const float* b, int64_t n, const CompareTolerance& tol);
+
+// What compare_host gathers in one pass before its final formulas (compare_from_sums): the sums
+// in double over the pairs where both are finite, the largest |a - b| and its lowest index, the
+// counts. The device twin (engine/cuda/tensor_compare.h) reduces the same fields in another
+// order and finishes with the same function, so both sides share every rule but the summation
+// order. Plain fields: the struct is also a CUDA reduction's value.
+struct CompareSums {
+  double saa = 0, sbb = 0, sab = 0, see = 0;  // sum a^2, b^2, ab, (a-b)^2
+  double max_abs = 0;                         // largest |a - b|, at max_at
+  int64_t max_at = -1;                        // -1: no finite pair yet
+  int64_t n_beyond = 0;                       // finite pairs beyond the tolerance
+  int64_t nonfinite = 0;                      // non-finite mismatches
+};
+TensorCompare compare_from_sums(const CompareSums& s);
 
 struct Outlier {
   int64_t index = 0;   // flat (row-major) index
