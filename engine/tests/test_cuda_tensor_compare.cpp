@@ -127,15 +127,23 @@ TEST(CudaTensorCompare, PlantedErrorAndTiesAreFound) {
   for (const Pair& p : pairs()) {
     const auto da = to_device(p.a), db = to_device(p.b);
     const TensorCompare c = cmp.compare(da.as<float>(), db.as<float>(), static_cast<int64_t>(p.a.size()), {}, nullptr);
-    if (p.name == "planted error") EXPECT_EQ(c.max_abs_at, 2 * 896 + 33);
-    if (p.name == "ties") EXPECT_EQ(c.max_abs_at, 300);
+    if (p.name == "planted error") {
+      EXPECT_EQ(c.max_abs_at, 2 * 896 + 33);
+    }
+    if (p.name == "ties") {
+      EXPECT_EQ(c.max_abs_at, 300);
+    }
     if (p.name == "identical" || p.name == "all nan" || p.name == "both zero") {
       EXPECT_TRUE(c.identical()) << p.name;
       EXPECT_EQ(c.sqnr_db, kSqnrCapDb) << p.name;
       EXPECT_EQ(c.cosine, 1) << p.name;
     }
-    if (p.name == "non-finite") EXPECT_EQ(c.nonfinite_mismatch, 4);
-    if (p.name == "zero reference") EXPECT_EQ(c.sqnr_db, -kSqnrCapDb);
+    if (p.name == "non-finite") {
+      EXPECT_EQ(c.nonfinite_mismatch, 4);
+    }
+    if (p.name == "zero reference") {
+      EXPECT_EQ(c.sqnr_db, -kSqnrCapDb);
+    }
   }
 }
 
