@@ -9,7 +9,8 @@
 #                                         parity launch kbench ncu live (targets: issue 29's rows, 7B and 0.5b); overhead and kill are the trace stage's overhead
 #                                         runs and its kill check alone; live: a live run through minfer-viz
 #                                         (default: build tests sanitize generate diff bench trace)
-# Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
+# Narrower runs: MINFER_DEVICE_NINJA_TARGETS (the build stage's ninja targets, default all),
+# MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the main benches only; =decode: without the f16 prefill path), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
 # GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile),
@@ -46,7 +47,8 @@ if has build; then
   GT=$ROOT/.devdeps/usr/lib/x86_64-linux-gnu/cmake/GTest
   cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_CUDA=ON ${GT:+-DGTest_DIR=$GT} \
     > "$LOGS/configure.log" 2>&1 || { say "configure FAILED"; tail -30 "$LOGS/configure.log"; }
-  if ninja -C "$B" -k 0 -j"$(nproc)" > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
+  # shellcheck disable=SC2086  # MINFER_DEVICE_NINJA_TARGETS: a space-separated list (default: all)
+  if ninja -C "$B" -k 0 -j"$(nproc)" ${MINFER_DEVICE_NINJA_TARGETS:-} > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
   else say "build FAILED"; grep -E "error|FAILED" "$LOGS/build.log" | head -40; fi
 fi
 
@@ -334,7 +336,7 @@ if has live; then
       grep -v "^live run check: [PF]" "$LOGS/live-run.txt" >> "$SUMMARY"
     fi
     kill -TERM $vpid 2>/dev/null; wait $vpid 2>/dev/null
-    say "live: minfer-viz stopped (rc=$?); traces: $(ls -s "$LT" | tr '\n' ' ')"
+    say "live: minfer-viz stopped (rc=$?); $(ls "$LT" | wc -l) traces saved, $(du -sh "$LT" | cut -f1) (removed)"
     rm -rf "$LT"
   fi
 fi

@@ -292,7 +292,8 @@ def main():
     ap.add_argument("--prompt", default="Why is the sky blue? Explain briefly.")
     ap.add_argument("--max-tokens", type=int, default=32, help="tokens of runs A and C")
     ap.add_argument("--cancel-max-tokens", type=int, default=0,
-                    help="tokens asked of run B, the cancelled one (default: as many as the context allows, at most 4096)")
+                    help="tokens asked of run B, the cancelled one (default 512, fewer when the context is smaller: "
+                         "a cancel that did not work ends there, its trace ~0.5 MB per 0.5b decode step)")
     ap.add_argument("--cancel-after", type=int, default=4, help="decode steps of run B streamed before the cancel")
     ap.add_argument("--temperature", type=float, default=None, help="(default: the server's)")
     ap.add_argument("--seed", type=int, default=1)
@@ -304,8 +305,11 @@ def main():
     report = {"url": a.url, "backend_requested": a.backend, "matmul_path": a.matmul_path, "checks": {}, "runs": {}}
     checks = report["checks"]
 
-    def finish(code):
+    def finish(code, why=None):
         report["ok"] = code == 0
+        if why:
+            report.setdefault("failed", []).append(why)
+            print("live run check: FAIL (%s)" % why)
         with open(a.report, "w") as f:
             json.dump(report, f, indent=1)
         return code
@@ -313,20 +317,17 @@ def main():
     try:
         st, models = srv.request("GET", "/api/run/models")
     except OSError as e:
-        print("live_run_check: cannot reach %s: %s" % (a.url, e))
         report["error"] = "cannot reach the server: %s" % e
-        return finish(2)
+        return finish(2, report["error"])
     if st != 200 or not isinstance(models, dict) or not models.get("enabled"):
-        print("live_run_check: live runs are off on %s: %s" % (a.url, models))
         report["error"] = "live runs are off: %s" % (models,)
-        return finish(2)
+        return finish(2, report["error"])
     names = [m["name"] for m in models.get("models", [])]
     model = a.model or (names[0] if names else "")
     report["model"] = model
     if models.get("busy"):
         report["error"] = "the server is busy with run %s" % models.get("run")
-        print("live_run_check: " + report["error"])
-        return finish(2)
+        return finish(2, report["error"])
 
     def body(max_tokens):
         b = {"model": model, "prompt": a.prompt, "max_tokens": max_tokens, "backend": a.backend,
@@ -362,7 +363,7 @@ def main():
     # 1. Run A, streamed live.
     ja = start(a.max_tokens, "A")
     if ja is None:
-        return finish(1)
+        return finish(1, "run A did not start")
     sa = srv.events(ja["id"])
     kind, done_a, start_a = run_summary("A", sa)
     checks["run_completed"] = kind == "done" and not done_a.get("cancelled") and done_a.get("trace") is not None
@@ -376,11 +377,11 @@ def main():
     # 3. Run B: busy while it runs, then cancelled.
     n_ctx = ((start_a.get("meta") or {}).get("model") or {}).get("hparams", {}).get("n_ctx", 0)
     ptoks = start_a.get("prompt_tokens") or 0
-    cancel_max = a.cancel_max_tokens or max(1, min(4096, (n_ctx or 4096) - ptoks - 1))
+    cancel_max = a.cancel_max_tokens or max(1, min(512, (n_ctx or 4096) - ptoks - 1))
     report["runs"]["B"] = {"max_tokens": cancel_max, "cancel_after_decode_steps": a.cancel_after}
     jb = start(cancel_max, "B")
     if jb is None:
-        return finish(1)
+        return finish(1, "run B did not start")
     state = {"decode_ends": 0, "busy": None, "cancel": None, "cancel_at_step": None}
 
     def on_b(etype, text):
