@@ -6,20 +6,24 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench targets trace prefill
-#                                         parity launch kbench ncu families (targets: issue 29's rows, 7B and 0.5b;
-#                                         families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA); overhead and kill
-#                                         are the trace stage's overhead runs and its kill check alone
+#                                         parity launch kbench ncu families live (targets: issue 29's rows, 7B and 0.5b;
+#                                         families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA; live: a live run
+#                                         through minfer-viz); overhead and kill are the trace stage's overhead runs and
+#                                         its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
-# Narrower runs: MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
+# Narrower runs: MINFER_DEVICE_NINJA_TARGETS (the build stage's ninja targets, default all),
+# MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
 # (the main benches only; =decode: without the f16 prefill path), MINFER_DEVICE_OVERHEAD_REPS (default 5), MINFER_SANITIZE_TESTS
 # (regex over the test programs the sanitizers run, default all), MINFER_DEVICE_TEST_TIMEOUT (s per
 # GPU test program, default 900), MINFER_DEVICE_MMQ_TILES=1 (prefill benches with each forced MMQ tile),
 # MINFER_DEVICE_KBENCH_ARGS (extra minfer-kernel-bench options of the kbench stage: --quick, --filter S),
 # MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles),
-# MINFER_DEVICE_TARGETS ("preset:weights ...": only those rows of the targets stage).
-# The GPU machine has no GoogleTest and no npm: carry .devdeps (GoogleTest copied from this
-# machine's libgtest-dev, see scripts/device/prepare-carry.sh) and the tokenizer model folders
-# (Qwen's, and Llama 3's for the llama presets).
+# MINFER_DEVICE_TARGETS ("preset:weights ...": only those rows of the targets stage),
+# MINFER_DEVICE_LIVE_BACKEND (the live stage's run backend, default cuda), MINFER_DEVICE_LIVE_WEIGHTS
+# (its model's weight type, default q4_0), MINFER_DEVICE_LIVE_TOKENS (tokens of its runs, default 32).
+# The GPU machine has no GoogleTest, no cpp-httplib and no npm: carry .devdeps (GoogleTest and a
+# single-file httplib.h copied from this machine, see scripts/device/prepare-carry.sh) and the
+# tokenizer model folders (Qwen's, and Llama 3's for the llama presets).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/out/device}
@@ -48,7 +52,8 @@ if has build; then
   GT=$ROOT/.devdeps/usr/lib/x86_64-linux-gnu/cmake/GTest
   cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINFER_CUDA=ON ${GT:+-DGTest_DIR=$GT} \
     > "$LOGS/configure.log" 2>&1 || { say "configure FAILED"; tail -30 "$LOGS/configure.log"; }
-  if ninja -C "$B" -k 0 -j"$(nproc)" > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
+  # shellcheck disable=SC2086  # MINFER_DEVICE_NINJA_TARGETS: a space-separated list (default: all)
+  if ninja -C "$B" -k 0 -j"$(nproc)" ${MINFER_DEVICE_NINJA_TARGETS:-} > "$LOGS/build.log" 2>&1; then say "build ok ($(( $(date +%s) - t0 )) s)"
   else say "build FAILED"; grep -E "error|FAILED" "$LOGS/build.log" | head -40; fi
 fi
 
@@ -74,13 +79,14 @@ gen_one() {
   [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$(tok_for "$1")" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
 }
 FAMILY_PRESETS="qwen3-0.6b llama-3.2-1b"
-if has generate || has diff || has bench || has trace || has prefill || has families; then
+if has generate || has diff || has bench || has trace || has prefill || has families || has live; then
   t0=$(date +%s)
   need=()
   has generate && for w in $TYPES; do need+=("$PRESET $w"); done
   has bench && for w in q4_0 q8_0 q4_k_m; do need+=("$PRESET $w"); done
   has trace && for w in q4_0 q8_0; do need+=("$PRESET $w"); done
   has prefill && need+=("$PRESET q4_0")
+  has live && need+=("$PRESET ${MINFER_DEVICE_LIVE_WEIGHTS:-q4_0}")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
   has families && for p in $FAMILY_PRESETS; do for w in q8_0 q4_0; do need+=("$p $w"); done; done
   while read -r p w; do gen_one "$p" "$w"; done < <(printf '%s\n' "${need[@]}" | sort -u)
@@ -356,6 +362,41 @@ if has prefill; then
     head -24 "$OUT/prefill-breakdown-$path.md" >> "$SUMMARY"
   done
   unset MINFER_MMQ
+fi
+
+if has live; then
+  # A live run end to end (issue 30, item 4): minfer-viz from this build on a free loopback port,
+  # a traces folder of its own, the 0.5b model; live_run_check.py streams a run reading every
+  # event (events/s), replays it, cancels a second run mid-way, starts a third at once, and
+  # compares every streamed node's stats with the saved traces'. The report: $OUT/live-run.json.
+  if [ ! -x "$B/bin/minfer-viz" ]; then
+    say "live: no $B/bin/minfer-viz (configure found no httplib.h: carry .devdeps, scripts/device/prepare-carry.sh)"
+  else
+    LT=$(mktemp -d "${TMPDIR:-/tmp}/minfer-live-traces.XXXXXX")
+    m=$(model "${MINFER_DEVICE_LIVE_WEIGHTS:-q4_0}")
+    "$B/bin/minfer-viz" --host 127.0.0.1 --port 0 --traces "$LT" --model "$m" > "$LOGS/live-viz.log" 2>&1 &
+    vpid=$!
+    url=""
+    for _ in $(seq 100); do  # --port 0: the OS picks a free port, the server prints its address
+      url=$(sed -n 's|^minfer-viz: serving \(http://[^ ]*\)$|\1|p' "$LOGS/live-viz.log" | head -1)
+      [ -n "$url" ] && break
+      kill -0 $vpid 2>/dev/null || break
+      sleep 0.2
+    done
+    if [ -z "$url" ]; then
+      say "live: minfer-viz did not start: $(tail -3 "$LOGS/live-viz.log" | tr '\n' ' ')"
+    else
+      timeout -k 10 400 python3 "$ROOT/scripts/device/live_run_check.py" "$url" --traces "$LT" --timeout 300 \
+        --backend "${MINFER_DEVICE_LIVE_BACKEND:-cuda}" --prompt "$PROMPT" --max-tokens "${MINFER_DEVICE_LIVE_TOKENS:-32}" \
+        --report "$OUT/live-run.json" > "$LOGS/live-run.txt" 2>&1
+      rc=$?
+      say "live run (${MINFER_DEVICE_LIVE_BACKEND:-cuda}, $(basename "$m")): rc=$rc $(tail -1 "$LOGS/live-run.txt")"
+      grep -v "^live run check: [PF]" "$LOGS/live-run.txt" >> "$SUMMARY"
+    fi
+    kill -TERM $vpid 2>/dev/null; wait $vpid 2>/dev/null
+    say "live: minfer-viz stopped (rc=$?); $(ls "$LT" | wc -l) traces saved, $(du -sh "$LT" | cut -f1) (removed)"
+    rm -rf "$LT"
+  fi
 fi
 
 if has parity; then

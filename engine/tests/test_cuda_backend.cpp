@@ -117,7 +117,10 @@ const Case kCases[] = {
 
 // qwen3-tiny and llama-tiny with the tiny preset's tolerances (the same kernels, plus
 // head_rms_norm / rope_normal, which agree with their CPU twins to ~1e-7): float weights,
-// the legacy types, a K-quant mix, on both prefill paths.
+// the legacy types, a K-quant mix, on both prefill paths. One exception, measured on the H200:
+// llama-tiny's K-quant decode logits reach 5.5e-2 and 6.3e-2 at some steps (its layers stay at
+// ~2e-2, as qwen2's): the K-quant matvecs quantize activations to Q8_K (256) on the CPU and Q8_1
+// (32) on CUDA, and the last hidden state's difference shows in the logits at those steps; 8e-2 there.
 const Case kFamilyCases[] = {
     {"f32", GenWeights::F32, MatmulPath::MMQ, 1e-5, 1e-5, "qwen3-tiny"},
     {"f16", GenWeights::F16, MatmulPath::MMQ, 3e-3, 3e-3, "qwen3-tiny"},
@@ -131,10 +134,10 @@ const Case kFamilyCases[] = {
     {"f16", GenWeights::F16, MatmulPath::MMQ, 3e-3, 3e-3, "llama-tiny"},
     {"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 1e-5, 1e-5, "llama-tiny"},
     {"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 1e-5, 1e-5, "llama-tiny"},
-    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ, 6e-2, 6e-2, "llama-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ, 6e-2, 8e-2, "llama-tiny"},
     {"q8_0", GenWeights::Q8_0, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
     {"q4_0", GenWeights::Q4_0, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
-    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 1e-2, 6e-2, "llama-tiny"},
+    {"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 1e-2, 8e-2, "llama-tiny"},
 };
 
 }  // namespace
