@@ -6,10 +6,11 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench targets trace prefill
-#                                         parity launch kbench ncu families live (targets: issue 29's rows, 7B and 0.5b;
-#                                         families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA; live: a live run
-#                                         through minfer-viz); overhead and kill are the trace stage's overhead runs and
-#                                         its kill check alone
+#                                         parity launch kbench ncu families live paired (targets: issue 29's rows, 7B and
+#                                         0.5b; families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA; live: a live run
+#                                         through minfer-viz; paired: issue 30's paired trace on the GPU, its cost per
+#                                         token on 0.5b and 7B and the CUDA paired sample); overhead and kill are the
+#                                         trace stage's overhead runs and its kill check alone
 #                                         (default: build tests sanitize generate diff bench trace)
 # Narrower runs: MINFER_DEVICE_NINJA_TARGETS (the build stage's ninja targets, default all),
 # MINFER_DEVICE_TESTS (ctest -R regex, default cuda), MINFER_DEVICE_BENCH=core
@@ -20,7 +21,9 @@
 # MINFER_DEVICE_NCU_CASES (space-separated minfer-kernel-bench case filters the ncu stage profiles),
 # MINFER_DEVICE_TARGETS ("preset:weights ...": only those rows of the targets stage),
 # MINFER_DEVICE_LIVE_BACKEND (the live stage's run backend, default cuda), MINFER_DEVICE_LIVE_WEIGHTS
-# (its model's weight type, default q4_0), MINFER_DEVICE_LIVE_TOKENS (tokens of its runs, default 32).
+# (its model's weight type, default q4_0), MINFER_DEVICE_LIVE_TOKENS (tokens of its runs, default 32),
+# MINFER_DEVICE_PAIRED_PRESETS (the paired stage's cost rows, default "qwen2.5-0.5b qwen2.5-7b"),
+# MINFER_DEVICE_PAIRED_TOKENS (tokens of its cost runs, default 64).
 # The GPU machine has no GoogleTest, no cpp-httplib and no npm: carry .devdeps (GoogleTest and a
 # single-file httplib.h copied from this machine, see scripts/device/prepare-carry.sh) and the
 # tokenizer model folders (Qwen's, and Llama 3's for the llama presets).
@@ -79,7 +82,8 @@ gen_one() {
   [ -f "$m" ] || "$B/bin/minfer-gen" --preset "$1" --weights "$2" --seed 1 --tokenizer "$(tok_for "$1")" -o "$m" > /dev/null 2>> "$LOGS/gen-models.err"
 }
 FAMILY_PRESETS="qwen3-0.6b llama-3.2-1b"
-if has generate || has diff || has bench || has trace || has prefill || has families || has live; then
+PAIRED_PRESETS=${MINFER_DEVICE_PAIRED_PRESETS:-"qwen2.5-0.5b qwen2.5-7b"}
+if has generate || has diff || has bench || has trace || has prefill || has families || has live || has paired; then
   t0=$(date +%s)
   need=()
   has generate && for w in $TYPES; do need+=("$PRESET $w"); done
@@ -89,6 +93,7 @@ if has generate || has diff || has bench || has trace || has prefill || has fami
   has live && need+=("$PRESET ${MINFER_DEVICE_LIVE_WEIGHTS:-q4_0}")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
   has families && for p in $FAMILY_PRESETS; do for w in q8_0 q4_0; do need+=("$p $w"); done; done
+  has paired && for p in $PAIRED_PRESETS qwen2.5-0.5b; do need+=("$p q4_0"); done
   while read -r p w; do gen_one "$p" "$w"; done < <(printf '%s\n' "${need[@]}" | sort -u)
   say "models generated ($(( $(date +%s) - t0 )) s)"
 fi
@@ -338,6 +343,49 @@ if has trace || has kill; then
   say "$(MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" recover "$LOGS/killed.json.partial" 2>&1)"
   say "after recovery: $(python3 "$ROOT/scripts/device/kill_check.py" "$LOGS/killed.json.partial" "$LOGS/killed.out" "$PROMPT" "$TOK" 2>&1)"
   rm -f "$LOGS/killed.json.partial"
+fi
+
+if has paired; then
+  # Issue 30 item 1: the paired trace on the GPU (--compare-path f16: A on int8 MMQ, the reference
+  # B on the f16 path, in lockstep), whose every matmul carries its local error (the node rerun on
+  # B's path from A's own inputs, on the device). Its cost per token against an unpaired traced
+  # run of the same model, prompt and length (and an untraced run for scale), on each preset of
+  # PAIRED_PRESETS in Q4_0: a summary line and a JSON line in $OUT/paired.jsonl each
+  # (scripts/device/paired_cost.py). Then the CUDA paired sample: 0.5b Q4_0, MMQ against f16,
+  # prefill + 5 decode steps, gzip'd into $OUT/traces (for traces/), validated, its local-error
+  # coverage counted, and `minfer-trace diff` on it (text to the summary, JSON to $OUT).
+  TR=$OUT/traces; mkdir -p "$TR"
+  PJ=$OUT/paired.jsonl; : > "$PJ"
+  PN=${MINFER_DEVICE_PAIRED_TOKENS:-64}
+  unset MINFER_MMQ
+  for p in $PAIRED_PRESETS; do
+    m=$ROOT/models/$p-q4_0.gguf
+    gen_one "$p" q4_0
+    "$B/bin/minfer" "$m" "$PROMPT" -n "$PN" --backend cuda --quiet > /dev/null 2> "$LOGS/paired-$p-untraced.err"
+    for mode in traced paired; do
+      args=(); [ $mode = paired ] && args=(--compare-path f16)
+      MINFER_TRACE=$LOGS/paired-$p-$mode.json "$B/bin/minfer" "$m" "$PROMPT" -n "$PN" --backend cuda --quiet "${args[@]}" \
+        > /dev/null 2> "$LOGS/paired-$p-$mode.err"
+      rc=$?
+      [ $rc -ne 0 ] && { say "paired stage: $p $mode run FAILED (rc=$rc)"; tail -5 "$LOGS/paired-$p-$mode.err"; }
+    done
+    python3 "$ROOT/scripts/device/paired_cost.py" cost "$p" q4_0 "$LOGS/paired-$p-traced.json" "$LOGS/paired-$p-paired.json" \
+      "$LOGS/paired-$p-traced.err" "$LOGS/paired-$p-paired.err" "$LOGS/paired-$p-untraced.err" --jsonl "$PJ" 2>&1 | tee -a "$SUMMARY"
+    MINFER_TRACE_MAX_BYTES=8000000000 "$B/bin/minfer-trace" validate "$LOGS/paired-$p-paired.json" > "$LOGS/paired-$p-validate.txt" 2>&1
+    say "  $p paired trace: validate rc=$? $(tail -1 "$LOGS/paired-$p-validate.txt")"
+    rm -f "$LOGS/paired-$p-traced.json" "$LOGS/paired-$p-paired.json"  # 7B's are ~100 MB
+  done
+  # The sample (the prompt and sampler of the CUDA mmq/f16 samples, fewer steps).
+  t=$TR/qwen2.5-0.5b-q4_0-cuda-paired.json.gz
+  "$B/bin/minfer" "$ROOT/models/qwen2.5-0.5b-q4_0.gguf" "$PROMPT" -n 6 --backend cuda --repeat-penalty 1.3 \
+    --compare-path f16 --trace "$t" > "$LOGS/paired-sample.txt" 2> "$LOGS/paired-sample.err"
+  say "paired sample: rc=$? $(stat -c %s "$t" 2>/dev/null) bytes; $("$B/bin/minfer-trace" validate "$t" 2>&1 | tail -1)"
+  python3 "$ROOT/scripts/device/paired_cost.py" local "$t" --jsonl "$PJ" 2>&1 | tee -a "$SUMMARY"
+  "$B/bin/minfer-trace" diff "$t" > "$LOGS/paired-sample-diff.txt" 2>&1
+  say "minfer-trace diff (paired sample): rc=$?"
+  head -12 "$LOGS/paired-sample-diff.txt" >> "$SUMMARY"
+  "$B/bin/minfer-trace" diff "$t" --json -o "$OUT/paired-sample-diff.json" > /dev/null 2>> "$LOGS/paired-sample-diff.txt"
+  say "  diff --json: rc=$? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("first_divergent", d.get("first_divergent"), "| worst_local", d.get("worst_local"))' "$OUT/paired-sample-diff.json" 2>&1 | cut -c1-400)"
 fi
 
 if has launch; then
