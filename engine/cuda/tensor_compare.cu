@@ -57,7 +57,8 @@ __global__ void __launch_bounds__(kThreads)
       s.max_abs = ad;
       s.max_at = i;
     }
-    if (ad > tol_abs + tol_rel * fabs(y)) ++s.n_beyond;
+    // Rounded as the host rounds it (no fused multiply-add): an element on the edge counts alike.
+    if (ad > __dadd_rn(tol_abs, __dmul_rn(tol_rel, fabs(y)))) ++s.n_beyond;
   }
   const CompareSums r = BlockReduce(tmp).Reduce(s, Join{});
   if (threadIdx.x == 0) partials[blockIdx.x] = r;

