@@ -50,6 +50,9 @@ class Backend {
   // outputs, its KV cache), with the matmul path `path`, into scratch memory: the paired
   // trace's local error is n's output against this. Valid until the next rerun_node or
   // run_step; null when the backend cannot rerun nodes (see reruns_nodes) or n has no output.
+  // A backend may return n's own output (output(n)) where the rerun would compute it with the
+  // same kernels (cuda: every node but a quantized matmul of more than one row), so its local
+  // error is exactly 0 without running anything.
   virtual const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) {
     (void)g; (void)n; (void)path;
     return nullptr;
