@@ -68,10 +68,11 @@ struct StepSummaries {
 class DeviceOutput final : public NodeOutput {
  public:
   // lanes: the streams a step may run on (the buffer is read after both finished). cmp: the
-  // backend's comparison scratch (null: the metrics go through host copies).
+  // backend's comparison scratch (null: the metrics go through host copies). serial: the
+  // backend's count of launched steps (what a cached result belongs to).
   DeviceOutput(const float* d, int64_t rows, int64_t cols, std::array<cudaStream_t, 2> lanes, const StepSummaries* sums,
-               int id, cuda::DeviceComparer* cmp)
-      : d_(d), rows_(rows), cols_(cols), lanes_(lanes), sums_(sums), id_(id), cmp_(cmp) {}
+               int id, cuda::DeviceComparer* cmp, const uint64_t* serial)
+      : d_(d), rows_(rows), cols_(cols), lanes_(lanes), sums_(sums), id_(id), cmp_(cmp), serial_(serial) {}
   TensorSummary summarize(const SummarySpec& spec) const override {
     const int i = device_index();
     if (i >= 0 && sums_->ds->spec() == spec) return sums_->ds->read(sums_->read_slot, static_cast<size_t>(i));
@@ -81,33 +82,45 @@ class DeviceOutput final : public NodeOutput {
   // On the device when the reference is a device tensor of the same size. A tensor against itself
   // (what rerun_node returns for a node both paths compute alike) is identical by definition: no
   // kernel, when the step's summary says every element is finite (max_abs_at is then 0).
+  // Against another step's node output (the reference backend's) the reference's values at this
+  // tensor's device outliers come back in the same wait, kept for outliers(k, ref).
   TensorCompare compare_to(const NodeOutput& ref, const CompareTolerance& tol) const override {
     const auto* r = dynamic_cast<const DeviceOutput*>(&ref);
     if (!r || !cmp_ || r->elements() != elements()) return NodeOutput::compare_to(ref, tol);
-    if (r == this) {
-      const int i = device_index();
-      if (i >= 0) {
-        const TensorStats st = sums_->ds->read(sums_->read_slot, static_cast<size_t>(i)).stats;
-        if (st.count > 0 && st.nan == 0 && st.inf == 0) {
-          TensorCompare same;
-          same.max_abs_at = 0;
-          return same;
-        }
+    const int i = device_index();
+    if (r == this && i >= 0) {
+      const TensorStats st = sums_->ds->read(sums_->read_slot, static_cast<size_t>(i)).stats;
+      if (st.count > 0 && st.nan == 0 && st.inf == 0) {
+        TensorCompare same;
+        same.max_abs_at = 0;
+        return same;
       }
     }
     wait();
     r->wait();
-    return cmp_->compare(d_, r->d_, elements(), tol, lanes_[0]);
+    if (r == this || r->id_ < 0 || i < 0 || sums_->ds->outliers() <= 0)
+      return cmp_->compare(d_, r->d_, elements(), tol, lanes_[0]);
+    RefOutliers c{r, *serial_, *r->serial_, sums_->read_slot, sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i))};
+    std::vector<int64_t> idx;
+    for (const Outlier& x : c.outliers) idx.push_back(x.index);
+    std::vector<float> v;
+    const TensorCompare t = cmp_->compare(d_, r->d_, elements(), tol, lanes_[0], idx, &v);
+    for (size_t j = 0; j < c.outliers.size() && j < v.size(); ++j) c.outliers[j].ref_value = v[j];
+    if (v.size() == c.outliers.size()) ref_outliers_ = std::move(c);
+    return t;
   }
   // The step's device outliers; against a device reference, its values there are gathered on
-  // the device.
+  // the device (or were, by compare_to against the same reference in the same steps).
   std::vector<Outlier> outliers(int k, const NodeOutput* ref) const override {
     const int i = device_index();
     if (i >= 0 && sums_->ds->outliers() == k) {
-      std::vector<Outlier> o = sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
-      if (!ref) return o;
+      if (!ref) return sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
       const auto* r = dynamic_cast<const DeviceOutput*>(ref);
-      if (r && cmp_ && r->elements() == elements() && o.size() <= static_cast<size_t>(cuda::kMaxGather)) {
+      if (r && cmp_ && r->elements() == elements() && k <= cuda::kMaxGather) {
+        const RefOutliers& c = ref_outliers_;
+        if (c.ref == r && c.serial == *serial_ && c.ref_serial == *r->serial_ && c.slot == sums_->read_slot)
+          return c.outliers;
+        std::vector<Outlier> o = sums_->ds->read_outliers(sums_->read_slot, static_cast<size_t>(i));
         if (o.empty()) return o;
         std::vector<int64_t> idx;
         for (const Outlier& x : o) idx.push_back(x.index);
@@ -139,6 +152,16 @@ class DeviceOutput final : public NodeOutput {
   const StepSummaries* sums_;
   int id_;
   cuda::DeviceComparer* cmp_;
+  const uint64_t* serial_;
+  // The outliers with a reference's values, as compare_to gathered them: valid while neither
+  // backend has launched another step and the same host slot is read.
+  struct RefOutliers {
+    const DeviceOutput* ref = nullptr;
+    uint64_t serial = 0, ref_serial = 0;
+    int slot = -1;
+    std::vector<Outlier> outliers;
+  };
+  mutable RefOutliers ref_outliers_;
 
   int64_t elements() const { return rows_ * cols_; }
   // The step that writes the tensor has finished.
@@ -288,6 +311,7 @@ struct CudaBackend::Impl {
   int cur = 0, reading = 0;
   // The paired trace's metrics on the device (DeviceOutput::compare_to, outliers).
   std::unique_ptr<cuda::DeviceComparer> comparer;
+  uint64_t steps_launched = 0;  // run_step calls: what DeviceOutput's cached results belong to
   // rerun_node's scratch: a MatMul of the last step run again on the other matmul path, on the
   // last step's lane after it, from the node's input as the step left it. The f16 path
   // dequantizes the node's weight into `w16` (this backend has no W16 cache on the MMQ path;
@@ -510,7 +534,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
         p.out[i].alloc(bytes, "the output of node '" + n.name + "'");
         p.ptr[i] = p.out[i].as<float>();
         p.bytes += bytes;
-        p.outputs[i] = std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), lanes, &p.summaries, n.id, comparer.get());
+        p.outputs[i] =
+            std::make_unique<DeviceOutput>(p.ptr[i], n.rows(), n.cols(), lanes, &p.summaries, n.id, comparer.get(), &steps_launched);
       }
     }
     // Matmul scratch, only where a kernel reads it (Impl::matmul): Q8_1 activations for quantized
@@ -722,7 +747,7 @@ const NodeOutput* CudaBackend::Impl::rerun_matmul(const Graph& g, const Node& n,
   CUDA_CHECK(cudaEventRecord(rerun.done, s));
   rerun.pending = true;
   rerun.out = std::make_unique<DeviceOutput>(y, nt, w.rows, std::array<cudaStream_t, 2>{s, s}, &rerun.none, -1,
-                                             comparer.get());
+                                             comparer.get(), &steps_launched);
   return rerun.out.get();
 }
 
@@ -1061,6 +1086,7 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (s.pos0 < 0 || s.pos0 + g.n_tokens > d.n_ctx)
     fail("positions up to ", s.pos0 + g.n_tokens, " exceed the reserved context of ", d.n_ctx, " tokens");
   StepPlan& p = d.plan_for(g, d.outputs_private(g));
+  ++d.steps_launched;
   // A chained step's token is the last launched step's argmax, still in this plan's buffer.
   const bool chained = s.token_on_device;
   if (chained) {
@@ -1275,6 +1301,9 @@ MemoryReport CudaBackend::memory() const {
                     {"kv_cache", kv},
                     {"activations", act},
                     {"cublas_workspace", static_cast<int64_t>(d.cublas_workspace.bytes())}};
+  // A paired run's reruns (rerun_node): the largest matmul's output, activations and f16 weight.
+  const size_t rerun = d.rerun.y.bytes() + d.rerun.act_q8.bytes() + d.rerun.act_half.bytes() + d.rerun.w16.bytes();
+  if (rerun > 0) r.emplace_back("paired_rerun_scratch", static_cast<int64_t>(rerun));
   // Measured, not a category (not part of their sum, see is_memory_measurement): what the driver
   // says is in use on the device now, the CUDA context, cuBLAS and other processes included.
   size_t free_b = 0, total_b = 0;

@@ -114,12 +114,19 @@ DeviceComparer::~DeviceComparer() {
 }
 
 TensorCompare DeviceComparer::compare(const float* a, const float* b, int64_t n, const CompareTolerance& tol,
-                                      cudaStream_t s) {
+                                      cudaStream_t s, const std::vector<int64_t>& gather_idx,
+                                      std::vector<float>* gathered) {
   compare_sums(a, b, n, tol, partials_.as<CompareSums>(), result_.as<CompareSums>(), s);
+  const bool gather = !gather_idx.empty() && gathered;
+  if (gather) gather_values(b, gather_idx.data(), static_cast<int>(gather_idx.size()), gathered_.as<float>(), s);
   CUDA_CHECK(cudaMemcpyAsync(host_, result_.get(), sizeof(CompareSums), cudaMemcpyDeviceToHost, s));
+  float* h = reinterpret_cast<float*>(static_cast<unsigned char*>(host_) + sizeof(CompareSums));
+  if (gather)
+    CUDA_CHECK(cudaMemcpyAsync(h, gathered_.get(), gather_idx.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   sync_bounded(s, "the tensor comparison");
   CompareSums r;
   std::memcpy(&r, host_, sizeof r);
+  if (gather) gathered->assign(h, h + gather_idx.size());
   return compare_from_sums(r);
 }
 

@@ -44,7 +44,10 @@ class DeviceComparer {
   DeviceComparer(const DeviceComparer&) = delete;
   DeviceComparer& operator=(const DeviceComparer&) = delete;
 
-  TensorCompare compare(const float* a, const float* b, int64_t n, const CompareTolerance& tol, cudaStream_t s);
+  // With gather_idx (at most kMaxGather indices), b's values there come back in the same wait,
+  // into *gathered: a paired trace's outliers' `ref_value`s cost no second round trip.
+  TensorCompare compare(const float* a, const float* b, int64_t n, const CompareTolerance& tol, cudaStream_t s,
+                        const std::vector<int64_t>& gather_idx = {}, std::vector<float>* gathered = nullptr);
   // x[idx[i]] for every index (at most kMaxGather).
   std::vector<float> gather(const float* x, const std::vector<int64_t>& idx, cudaStream_t s);
 
