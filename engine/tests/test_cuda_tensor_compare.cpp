@@ -3,7 +3,7 @@
 // planted large error, ties of the largest |a - b| across CTAs (the lower index wins), NaN and
 // Inf on one or both sides, a zero reference, identical tensors, a 1 x 151936 logits row (more
 // elements than kMaxCompareCtas CTAs take in one sweep), one element; and the gather of a
-// reference's values at given indices.
+// reference's values at given indices, alone and in a comparison's wait.
 // Tolerances: counts, max_abs_diff and max_abs_at exactly equal (no sums involved); cosine,
 // rel_l2 within 1e-12 relative and sqnr_db within 1e-9 dB (double sums in another order).
 #include <gtest/gtest.h>
@@ -157,4 +157,14 @@ TEST(CudaTensorCompare, GatherReadsTheReferenceAtTheIndices) {
   ASSERT_EQ(got.size(), idx.size());
   for (size_t i = 0; i < idx.size(); ++i) EXPECT_EQ(got[i], x[static_cast<size_t>(idx[i])]) << "index " << idx[i];
   EXPECT_TRUE(cmp.gather(dx.as<float>(), {}, nullptr).empty());
+  // In a comparison's own wait: the metrics as without it, and the reference's values.
+  const std::vector<float> a = random_floats(x.size(), 12, 3.0f);
+  const auto da = to_device(a);
+  std::vector<float> with;
+  const TensorCompare c1 = cmp.compare(da.as<float>(), dx.as<float>(), static_cast<int64_t>(x.size()), {}, nullptr, idx, &with);
+  const TensorCompare c2 = cmp.compare(da.as<float>(), dx.as<float>(), static_cast<int64_t>(x.size()), {}, nullptr);
+  EXPECT_EQ(c1.sqnr_db, c2.sqnr_db);
+  EXPECT_EQ(c1.max_abs_at, c2.max_abs_at);
+  ASSERT_EQ(with.size(), idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) EXPECT_EQ(with[i], x[static_cast<size_t>(idx[i])]) << "index " << idx[i];
 }
