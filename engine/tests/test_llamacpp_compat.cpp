@@ -435,9 +435,31 @@ std::vector<std::string> llamacpp_violations(const GGUFFile& f, bool full_file) 
       ++k;
     }
   }
+  // token_type values are include/llama.h's llama_token_type (0 undefined, 1 normal, 2 unknown,
+  // 3 control, 4 user-defined, 5 unused, 6 byte); load maps any other to UNDEFINED. Special
+  // tokens must be CONTROL, or llama.cpp prints them as text (and, for an EOT it finds by
+  // text, warns "control-looking token ... was not control-type").
+  std::vector<int64_t> types;
+  if (const GGUFValue* v = f.find("tokenizer.ggml.token_type"); v && v->type == VT::ARRAY && v->elem_type == VT::INT32)
+    types = f.get_int_array("tokenizer.ggml.token_type");
+  for (size_t k = 0; k < types.size(); ++k)
+    if (types[k] < 0 || types[k] > 6) {
+      fail("token " + std::to_string(k) + " has token_type " + std::to_string(types[k]) + ", not a llama_token_type", vsrc);
+      break;
+    }
+  auto must_be_control = [&](int64_t id, const std::string& what) {
+    if (id >= 0 && static_cast<size_t>(id) < types.size() && types[static_cast<size_t>(id)] != 3)
+      fail(what + " (token " + std::to_string(id) + ") is not CONTROL (token_type 3)", vsrc);
+  };
   for (const char* k : kSpecialIdKeys)
-    if (const GGUFValue* v = f.find(k); v && v->type == VT::UINT32 && v->u >= tokens.size())
-      fail(std::string(k) + " = " + std::to_string(v->u) + " is past the vocabulary (ignored with a warning)", vsrc);
+    if (const GGUFValue* v = f.find(k); v && v->type == VT::UINT32) {
+      if (v->u >= tokens.size())
+        fail(std::string(k) + " = " + std::to_string(v->u) + " is past the vocabulary (ignored with a warning)", vsrc);
+      else if (std::string(k) != "tokenizer.ggml.padding_token_id" && std::string(k) != "tokenizer.ggml.unknown_token_id")
+        must_be_control(static_cast<int64_t>(v->u), k);
+    }
+  for (const char* t : fam->eot_texts)
+    if (t && id_of.count(t)) must_be_control(id_of[t], t);
   // What the real checkpoints carry (the converter's output), so that llama.cpp reads the same
   // tokenizer: BOS, add_bos, and an EOT it finds by text.
   const GGUFValue* bos = f.find("tokenizer.ggml.bos_token_id");
@@ -505,10 +527,11 @@ constexpr const char* kPresets[] = {"qwen3-tiny", "qwen3-0.6b", "llama-tiny", "l
 TEST(LlamaCppCompat, TinyPresetFilesFollowTheLoaderRules) {
   REQUIRE_VOCABULARIES();
   struct Case { const char* preset; GenWeights w; const char* tag; };
+  // (The q8_0 files are the ones test_model_families uses: made once for both programs.)
   for (const Case& c : {Case{"qwen3-tiny", GenWeights::Q4_K_M, "compat-qwen3-tiny-q4km"},
-                        Case{"qwen3-tiny", GenWeights::BF16, "compat-qwen3-tiny-bf16"},
+                        Case{"qwen3-tiny", GenWeights::Q8_0, "fam-qwen3-tiny"},
                         Case{"llama-tiny", GenWeights::Q4_K_M, "compat-llama-tiny-q4km"},
-                        Case{"llama-tiny", GenWeights::Q8_0, "compat-llama-tiny-q8_0"}}) {
+                        Case{"llama-tiny", GenWeights::Q8_0, "fam-llama-tiny"}}) {
     const std::string path = minfer::testing::generated_model(c.tag, c.preset, c.w);
     auto f = GGUFFile::open(path);
     const std::vector<std::string> bad = llamacpp_violations(*f, true);
@@ -660,6 +683,17 @@ TEST(LlamaCppCompat, CheckerCatchesWhatLlamaCppRejects) {
     expect_caught("llama-tiny", e,
                   {"missing tensor 'blk.1.ffn_down.weight'", "missing key llama.attention.layer_norm_rms_epsilon",
                    "'output_norm.weight' is F16, expected F32", "tokenizer.ggml.pre is 'qwen2'"});
+  }
+  {  // <|eot_id|> typed as a normal token; a token_type llama.cpp does not know.
+    const std::vector<uint8_t>& bytes = header_of("llama-tiny");
+    auto f = GGUFFile::header_from_memory(bytes.data(), bytes.size(), "llama-tiny");
+    std::vector<int64_t> types = f->get_int_array("tokenizer.ggml.token_type");
+    std::vector<int32_t> t32(types.begin(), types.end());
+    t32[128009] = 1;  // <|eot_id|>
+    t32[100] = 9;
+    Edit e;
+    e.keys["tokenizer.ggml.token_type"] = GGUFValue::i32_array(t32);
+    expect_caught("llama-tiny", e, {"<|eot_id|> (token 128009) is not CONTROL", "token 100 has token_type 9"});
   }
   {  // Special ids as INT32 (llama.cpp reads uint32), add_bos off for Llama 3.
     Edit e;
