@@ -69,6 +69,17 @@ std::unique_ptr<GGUFFile> GGUFFile::from_memory(const uint8_t* data, size_t size
   return f;
 }
 
+std::unique_ptr<GGUFFile> GGUFFile::header_from_memory(const uint8_t* data, size_t size,
+                                                       const std::string& label) {
+  std::unique_ptr<GGUFFile> f(new GGUFFile());
+  f->path_ = label;
+  f->base_ = data;
+  f->size_ = size;
+  f->header_only_ = true;
+  f->parse();
+  return f;
+}
+
 GGUFFile::~GGUFFile() {
   if (mapping_) ::munmap(mapping_, size_);
 }

@@ -182,6 +182,12 @@ void GGUFFile::parse() {
     uint64_t begin = 0;
     if (__builtin_add_overflow(data_offset_, t.offset, &begin))
       fail(path_, ": tensor '", shown, "': data offset ", t.offset, " is out of range");
+    if (header_only_) {  // no data section in the image: t.data stays nullptr
+      uint64_t end = 0;
+      if (__builtin_add_overflow(begin, static_cast<uint64_t>(t.nbytes), &end))
+        fail(path_, ": tensor '", shown, "': data offset ", t.offset, " is out of range");
+      continue;
+    }
     if (begin > size_ || t.nbytes > size_ - begin)
       fail(path_, ": tensor '", shown, "': data [offset ", begin, ", ", t.nbytes,
            " bytes] past end of file (size ", size_, ")");

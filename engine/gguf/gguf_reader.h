@@ -31,6 +31,11 @@ class GGUFFile {
   // Parses an in-memory image (not copied: must outlive the object). `label` names it in errors.
   static std::unique_ptr<GGUFFile> from_memory(const uint8_t* data, size_t size,
                                                const std::string& label);
+  // Parses a header alone (as GGUFWriter::header makes it: no data section follows). Metadata
+  // and tensor infos are checked as open() checks them, tensor offsets for alignment and
+  // overlap but not against the image's end; every tensor's data is nullptr.
+  static std::unique_ptr<GGUFFile> header_from_memory(const uint8_t* data, size_t size,
+                                                      const std::string& label);
   ~GGUFFile();
   GGUFFile(const GGUFFile&) = delete;
   GGUFFile& operator=(const GGUFFile&) = delete;
@@ -69,6 +74,7 @@ class GGUFFile {
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;  // munmap on destruction when set
+  bool header_only_ = false;  // header_from_memory: tensor data is not in the image
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

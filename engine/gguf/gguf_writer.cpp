@@ -229,6 +229,14 @@ std::vector<uint8_t> GGUFWriter::encode_header(const std::string& label) const {
   return out;
 }
 
+std::vector<uint8_t> GGUFWriter::header() const { return encode_header("gguf writer"); }
+
+uint64_t GGUFWriter::data_size() const {
+  uint64_t n = 0;
+  for (const auto& t : tensors_) n += align_up(t.size, alignment_);
+  return n;
+}
+
 std::vector<uint8_t> GGUFWriter::to_bytes() const {
   std::vector<uint8_t> out = encode_header("gguf writer");
   for (const auto& t : tensors_) {

@@ -29,6 +29,11 @@ class GGUFWriter {
   void write(const std::string& path) const;
   // The same bytes write() puts in the file (for tests and in-memory parsing).
   std::vector<uint8_t> to_bytes() const;
+  // Only the header write() puts first (metadata, tensor infos, padding up to the data section),
+  // without making any deferred tensor's bytes; GGUFFile::header_from_memory parses it. Cheap
+  // for any model size: the layout of a multi-GB file can be checked without writing it.
+  std::vector<uint8_t> header() const;
+  uint64_t data_size() const;  // bytes of the data section write() would put after the header
 
   uint64_t alignment() const { return alignment_; }
   size_t n_tensors() const { return tensors_.size(); }

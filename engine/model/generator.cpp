@@ -207,14 +207,14 @@ std::string default_tokenizer_json(Architecture arch) {
 #endif
 }
 
-void generate_model(const GenSpec& spec, const std::string& path) {
+namespace {
+
+// Everything generate_model writes, described in w: metadata now, every matrix deferred (made
+// on pool only when w writes it).
+void describe_model(const GenSpec& spec, GGUFWriter& w, ThreadPool& pool) {
   const Preset& preset = find_preset(spec.preset);
   const HParams h = preset_hparams(spec.preset);
   const ArchitectureTraits& arch = traits(h.arch);
-  std::unique_ptr<ThreadPool> own;
-  if (spec.threads > 0) own = std::make_unique<ThreadPool>(spec.threads);
-  ThreadPool& pool = own ? *own : ThreadPool::global();
-  GGUFWriter w;
   const std::string a = std::string(arch.name) + ".";
   auto u32 = [](int64_t v) { return GGUFValue::u32(static_cast<uint32_t>(v)); };
   w.set("general.architecture", GGUFValue::str(arch.name));
@@ -293,7 +293,22 @@ void generate_model(const GenSpec& spec, const std::string& path) {
   vec("output_norm.weight", h.n_embd, 2.5, 0.2, true);  // sharpens the logits: a peaked, realistic distribution
   if (!h.tied_embeddings)  // untied (7B, 8B): its own output matrix, same scale as the embedding
     matrix("output.weight", "output", -1, h.n_vocab, h.n_embd, 0.05);
+}
+
+}  // namespace
+
+void generate_model(const GenSpec& spec, const std::string& path) {
+  std::unique_ptr<ThreadPool> own;
+  if (spec.threads > 0) own = std::make_unique<ThreadPool>(spec.threads);
+  GGUFWriter w;
+  describe_model(spec, w, own ? *own : ThreadPool::global());
   w.write(path);
+}
+
+std::vector<uint8_t> generate_model_header(const GenSpec& spec) {
+  GGUFWriter w;
+  describe_model(spec, w, ThreadPool::global());  // the pool is never used: no matrix is made
+  return w.header();
 }
 
 }  // namespace minfer

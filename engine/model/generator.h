@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/hparams.h"
 
@@ -30,5 +31,9 @@ GenWeights gen_weights_from_name(const std::string& s);  // f32 f16 bf16 q8_0 q4
 std::string default_tokenizer_json(Architecture arch);
 // Writes the model to path (via a temp file and rename).
 void generate_model(const GenSpec& spec, const std::string& path);
+// The header generate_model(spec, ...) writes first (metadata with the vocabulary, tensor
+// infos, padding up to the data section), byte for byte, without making any weights: seconds
+// for every preset, the 8B one included (GGUFFile::header_from_memory reads it).
+std::vector<uint8_t> generate_model_header(const GenSpec& spec);
 
 }  // namespace minfer

@@ -239,6 +239,42 @@ TEST(GGUFWriter, FailedWriteKeepsTheGoodFileAndRemovesTemp) {
 }
 
 }  // namespace
+
+// header(): the bytes write() puts before the data section, made without calling any deferred
+// producer; GGUFFile::header_from_memory reads it alone (no data section behind it).
+TEST(GGUFWriter, HeaderAloneWithoutMakingTensors) {
+  GGUFWriter w;
+  w.set("general.architecture", GGUFValue::str("llama"));
+  w.add_tensor("output_norm.weight", {4}, WeightType::F32, std::vector<uint8_t>(16, 1));
+  int produced = 0;
+  w.add_tensor_deferred("token_embd.weight", {32, 3}, WeightType::Q8_0, [&] {
+    ++produced;
+    return std::vector<uint8_t>(34 * 3, 2);
+  });
+  const std::vector<uint8_t> header = w.header();
+  EXPECT_EQ(produced, 0);
+  EXPECT_EQ(header.size() % w.alignment(), 0u);
+  EXPECT_EQ(w.data_size(), 32u + 128u);  // 16 and 102 bytes, each padded to 32
+
+  const std::vector<uint8_t> all = w.to_bytes();
+  ASSERT_EQ(all.size(), header.size() + w.data_size());
+  EXPECT_TRUE(std::equal(header.begin(), header.end(), all.begin()));
+
+  auto h = GGUFFile::header_from_memory(header.data(), header.size(), "header");
+  auto f = GGUFFile::from_memory(all.data(), all.size(), "file");
+  ASSERT_EQ(h->tensors().size(), 2u);
+  EXPECT_EQ(h->data_offset(), f->data_offset());
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(h->tensors()[k].name, f->tensors()[k].name);
+    EXPECT_EQ(h->tensors()[k].ne, f->tensors()[k].ne);
+    EXPECT_EQ(h->tensors()[k].offset, f->tensors()[k].offset);
+    EXPECT_EQ(h->tensors()[k].data, nullptr);
+  }
+  EXPECT_EQ(h->get_string("general.architecture"), "llama");
+  // The whole-file reader still wants the data: the header alone is truncated for it.
+  EXPECT_THROW(GGUFFile::from_memory(header.data(), header.size(), "header"), Error);
+}
+
 }  // namespace minfer
 
 namespace minfer {
