@@ -670,8 +670,11 @@ await test('comparison view shows the first divergent node', async () => {
 
 // Issue #10: the paired comparison. The recorded 0.5b paired sample when the server lists it (else
 // another recorded paired trace, else the generated paired fixture opened as a local file).
-const pairedEntry = list.find((e) => e.compare_path && /0\.5b/.test(e.name)) ?? list.find((e) => e.compare_path);
-await test('paired trace: the page names the node that first adds error and how much', async () => {
+// The CUDA paired sample (issue 30 item 1: local errors computed on the GPU) takes the same checks.
+const firstPaired = list.find((e) => e.compare_path && /0\.5b/.test(e.name) && !/cuda/.test(e.name)) ?? list.find((e) => e.compare_path);
+const cudaPaired = list.find((e) => e.compare_path && /cuda-paired/.test(e.name));
+for (const pairedEntry of [firstPaired, ...(cudaPaired && cudaPaired !== firstPaired ? [cudaPaired] : [])]) {
+await test(`paired trace${pairedEntry ? ` ${pairedEntry.name}` : ''}: the page names the node that first adds error and how much`, async () => {
   let doc;
   if (pairedEntry) {
     doc = await api(`api/traces/${encodeURIComponent(pairedEntry.name)}`);
@@ -773,9 +776,10 @@ await test('paired trace: the page names the node that first adds error and how 
   await page.selectOption('#metric', 'local');
   const legend = await page.textContent('.graph-legend');
   check(/20 dB/.test(legend) && /30 dB/.test(legend) && /40 dB/.test(legend), `legend: ${legend}`);
-  await shot('compare-paired');
+  await shot(pairedEntry && /cuda/.test(pairedEntry.name) ? 'compare-paired-cuda' : 'compare-paired');
   await page.selectOption('#metric', 'error');
 });
+}
 
 await test('a trace compared with itself says identical and names no node', async () => {
   const name = pair ? pair[0] : single.name;
