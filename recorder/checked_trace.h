@@ -12,10 +12,10 @@
 namespace minfer::trace {
 
 // Throws Error "<what>: not a valid minfer-trace v3: /steps/0: missing required field
-// 'logits' ..." naming the first problems.
-void require_valid_trace(const nlohmann::json& trace, const std::string& what);
+// 'logits' ..." naming the first problems; Cancelled (cancel.h) once `cancel` is set.
+void require_valid_trace(const nlohmann::json& trace, const std::string& what, const CancelFlag* cancel = nullptr);
 
-// load_trace + version 2 or 3 + require_valid_trace.
+// load_trace + version 2 or 3 + require_valid_trace; both stop once options.cancel is set.
 nlohmann::json load_checked_trace(const std::string& path, LoadInfo* info = nullptr,
                                   const ReadOptions& options = {});
 

@@ -116,14 +116,15 @@ const json& SchemaValidator::resolve(const std::string& ref) const {
   return (*defs)[name];
 }
 
-std::vector<std::string> SchemaValidator::validate(const json& doc, size_t max_errors) const {
+std::vector<std::string> SchemaValidator::validate(const json& doc, size_t max_errors,
+                                                   const CancelFlag* cancel) const {
   std::vector<std::string> errs;
-  check(root_, doc, nullptr, errs, max_errors, 0);
+  check(root_, doc, nullptr, errs, max_errors, 0, cancel);
   return errs;
 }
 
-void SchemaValidator::check(const json& s, const json& v, const Path* at,
-                            std::vector<std::string>& errs, size_t max_errors, size_t depth) const {
+void SchemaValidator::check(const json& s, const json& v, const Path* at, std::vector<std::string>& errs,
+                            size_t max_errors, size_t depth, const CancelFlag* cancel) const {
   if (errs.size() >= max_errors) return;
   // Documents are depth-bounded when parsed; this bounds "$ref" chains (a cycle in a schema).
   if (depth > kMaxSchemaDepth) fail("schema: more than ", kMaxSchemaDepth, " nested checks (a $ref cycle?)");
@@ -134,7 +135,7 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     if (!s.get<bool>()) err("no value is allowed here");
     return;
   }
-  if (auto r = s.find("$ref"); r != s.end()) check(resolve(r->get<std::string>()), v, at, errs, max_errors, depth + 1);
+  if (auto r = s.find("$ref"); r != s.end()) check(resolve(r->get<std::string>()), v, at, errs, max_errors, depth + 1, cancel);
 
   if (auto t = s.find("type"); t != s.end()) {
     bool ok = false;
@@ -170,10 +171,10 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     const auto extra = s.find("additionalProperties");
     for (const auto& [k, x] : v.items()) {
       const Path here{at, &k, 0};
-      if (props != s.end() && props->contains(k)) check((*props)[k], x, &here, errs, max_errors, depth + 1);
+      if (props != s.end() && props->contains(k)) check((*props)[k], x, &here, errs, max_errors, depth + 1, cancel);
       else if (extra != s.end()) {
         if (extra->is_boolean() && !extra->get<bool>()) err("unexpected field '" + k + "'");
-        else check(*extra, x, &here, errs, max_errors, depth + 1);
+        else check(*extra, x, &here, errs, max_errors, depth + 1, cancel);
       }
     }
   }
@@ -184,8 +185,9 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
       err("has " + std::to_string(v.size()) + " items, at most " + short_dump(*m) + " expected");
     if (auto it = s.find("items"); it != s.end())
       for (size_t i = 0; i < v.size() && errs.size() < max_errors; ++i) {
+        stop_if_cancelled(cancel);  // arrays hold the bulk of a trace (steps, nodes, values)
         const Path here{at, nullptr, i};
-        check(*it, v[i], &here, errs, max_errors, depth + 1);
+        check(*it, v[i], &here, errs, max_errors, depth + 1, cancel);
       }
   }
   for (const char* kw : {"oneOf", "anyOf"}) {
@@ -194,7 +196,7 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at,
     size_t matched = 0, best = 0, best_n = SIZE_MAX;
     std::vector<std::vector<std::string>> branch_errs(alts->size());
     for (size_t i = 0; i < alts->size(); ++i) {
-      check((*alts)[i], v, at, branch_errs[i], 4, depth + 1);
+      check((*alts)[i], v, at, branch_errs[i], 4, depth + 1, cancel);
       if (branch_errs[i].empty()) ++matched;
       if (branch_errs[i].size() < best_n) best_n = branch_errs[i].size(), best = i;
     }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cancel.h"
+
 namespace minfer::trace {
 
 class SchemaValidator {
@@ -17,13 +19,15 @@ class SchemaValidator {
   // The root schema; its "$defs" resolve "$ref"s. Throws Error on unsupported keywords.
   explicit SchemaValidator(nlohmann::json schema);
   // Problems as "<JSON pointer>: <what>", at most max_errors of them; empty when valid.
-  std::vector<std::string> validate(const nlohmann::json& doc, size_t max_errors = 20) const;
+  // Throws Cancelled (cancel.h) once `cancel` is set (null: never).
+  std::vector<std::string> validate(const nlohmann::json& doc, size_t max_errors = 20,
+                                    const CancelFlag* cancel = nullptr) const;
 
  private:
   struct Path;
   static constexpr size_t kMaxSchemaDepth = 256;
-  void check(const nlohmann::json& s, const nlohmann::json& v, const Path* at,
-             std::vector<std::string>& errs, size_t max_errors, size_t depth) const;
+  void check(const nlohmann::json& s, const nlohmann::json& v, const Path* at, std::vector<std::string>& errs,
+             size_t max_errors, size_t depth, const CancelFlag* cancel) const;
   static void check_keyword_value(const std::string& keyword, const nlohmann::json& value,
                                   const std::string& where);
   const nlohmann::json& resolve(const std::string& ref) const;

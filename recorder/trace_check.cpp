@@ -265,14 +265,16 @@ std::vector<std::string> check_consistency(const json& t, size_t max_errors, siz
   return errs;
 }
 
-std::vector<std::string> validate_trace(const json& t, size_t max_errors, size_t first_step) {
+std::vector<std::string> validate_trace(const json& t, size_t max_errors, size_t first_step,
+                                        const CancelFlag* cancel) {
   static const SchemaValidator v2(trace_schema(2)), v3(trace_schema(3));
   const json* version = t.is_object() && t.contains("version") ? &t["version"] : nullptr;
   if (!version || !version->is_number_integer() || (*version != 2 && *version != 3))
     return {"/version: " + (version ? version->dump() : std::string("missing")) + " is not a version validated here (" +
             validated_versions() + ")"};
-  auto errs = (*version == 2 ? v2 : v3).validate(t, max_errors);
+  auto errs = (*version == 2 ? v2 : v3).validate(t, max_errors, cancel);
   if (!errs.empty()) return errs;
+  stop_if_cancelled(cancel);
   return check_consistency(t, max_errors, first_step);
 }
 

@@ -116,7 +116,10 @@ void check_same_run(const json& a, const json& b, const DiffOptions& o) {
     auto it = gb.find(id);
     if (it == gb.end()) {
       bool used = false;
-      for (const auto& s : b["steps"]) used = used || s["graph"] == id;
+      for (const auto& s : b["steps"]) {
+        stop_if_cancelled(o.cancel);
+        used = used || s["graph"] == id;
+      }
       if (!used) continue;  // b never got that far
       fail("cannot compare: graph '", id, "' of ", o.label_a, " is missing from ", o.label_b);
     }
@@ -124,11 +127,13 @@ void check_same_run(const json& a, const json& b, const DiffOptions& o) {
     if (na.size() != nb.size())
       fail("cannot compare different graphs: '", id, "' has ", na.size(), " nodes in ", o.label_a, " and ",
            nb.size(), " in ", o.label_b);
-    for (size_t i = 0; i < na.size(); ++i)
+    for (size_t i = 0; i < na.size(); ++i) {
+      stop_if_cancelled(o.cancel);
       if (na[i]["name"] != nb[i]["name"] || na[i]["op"] != nb[i]["op"])
         fail("cannot compare different graphs: node ", i, " of '", id, "' is ", na[i]["name"].get<std::string>(),
              " (", na[i]["op"].get<std::string>(), ") in ", o.label_a, " but ", nb[i]["name"].get<std::string>(),
              " (", nb[i]["op"].get<std::string>(), ") in ", o.label_b);
+    }
   }
   if (!a["steps"].empty() && !b["steps"].empty()) {
     std::vector<int64_t> ta, tb;
@@ -255,6 +260,7 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
   // recorded precision.
   bool identical = n > 0 && a["steps"].size() == b["steps"].size();
   for (size_t si = 0; si < n; ++si) {
+    stop_if_cancelled(o.cancel);
     const json &sa = a["steps"][si], &sb = b["steps"][si];
     const json& g = *graphs.at(sa["graph"].get<std::string>());
     json st;
@@ -273,6 +279,7 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
     for (const auto& r : sb["nodes"]) rb[r["id"].get<int64_t>()] = &r;
     json nodes = json::array();
     for (const auto& ra : sa["nodes"]) {
+      stop_if_cancelled(o.cancel);  // a node's grids can hold thousands of values each
       const int64_t id = ra["id"];
       auto it = rb.find(id);
       if (it == rb.end()) continue;
@@ -346,6 +353,7 @@ json diff_paired(const json& t, const DiffOptions& o) {
   double worst_local = INFINITY;
   const size_t n = t["steps"].size();
   for (size_t si = 0; si < n; ++si) {
+    stop_if_cancelled(o.cancel);
     const json& s = t["steps"][si];
     const json& g = *graphs.at(s["graph"].get<std::string>());
     const json ref_logits = s.value("ref_logits", json(nullptr));

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cancel.h"
 #include "exec/tensor_compare.h"
 
 namespace minfer::trace {
@@ -20,13 +21,16 @@ struct DiffOptions {
   std::string metric = "sqnr_db";
   double threshold = 30;
   std::string label_a = "A", label_b = "B";  // names in the output and errors (file names)
+  // Set from another thread: the diff stops with Cancelled (cancel.h). Null: never (the CLI).
+  const CancelFlag* cancel = nullptr;
 };
 
 // SQNR over grids is capped to [-200, 200] dB (minfer::kSqnrCapDb): 200 means identical at the
 // recorded precision, -200 a non-finite value on one side only.
 
 // Two traces ("metrics_source": "grid"). Throws Error when the traces are of different models
-// (sha256), different graphs (node names or ops differ), different prompts, or an unknown metric.
+// (sha256), different graphs (node names or ops differ), different prompts, or an unknown metric;
+// Cancelled once opts.cancel is set.
 nlohmann::json diff(const nlohmann::json& a, const nlohmann::json& b, const DiffOptions& opts = {});
 
 // A paired trace, A against its reference B ("metrics_source": "full"): the same output with the

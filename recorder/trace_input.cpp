@@ -32,7 +32,10 @@ uint64_t default_max_trace_bytes() {
 }
 
 TraceInput::TraceInput(const std::string& path, const ReadOptions& options)
-    : label_(options.label.empty() ? path : options.label), max_bytes_(options.max_bytes), raw_(kRawChunk) {
+    : label_(options.label.empty() ? path : options.label),
+      max_bytes_(options.max_bytes),
+      cancel_(options.cancel),
+      raw_(kRawChunk) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) fail(label_, ": cannot open: ", std::strerror(errno));
@@ -56,7 +59,11 @@ TraceInput::TraceInput(const std::string& path, const ReadOptions& options)
 }
 
 TraceInput::TraceInput(InMemory source, const ReadOptions& options)
-    : label_(options.label), max_bytes_(options.max_bytes), memory_(source.bytes), raw_(kRawChunk) {
+    : label_(options.label),
+      max_bytes_(options.max_bytes),
+      cancel_(options.cancel),
+      memory_(source.bytes),
+      raw_(kRawChunk) {
   start();
 }
 
@@ -117,6 +124,7 @@ void TraceInput::count(size_t n) {
 
 size_t TraceInput::read(char* out, size_t n) {
   if (n == 0) return 0;
+  stop_if_cancelled(cancel_);  // callers read up to 64 KiB at a time
   const size_t got = gzip_ ? read_gzip(out, n) : read_plain(out, n);
   count(got);
   return got;

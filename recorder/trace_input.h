@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cancel.h"
+
 namespace minfer::trace {
 
 // Default cap on a trace's JSON text (its inflated size). A 64-step recording of the 0.5b
@@ -28,6 +30,9 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what);
 struct ReadOptions {
   uint64_t max_bytes = kDefaultMaxTraceBytes;  // cap on the JSON text (inflated size)
   std::string label;                           // the file's name in messages; "" = its path
+  // Set from another thread: the read, and the validation of what it read (checked_trace.h),
+  // stop with Cancelled (cancel.h). Null: never. Must outlive the read.
+  const CancelFlag* cancel = nullptr;
 };
 
 // Bytes already in memory, read the same way (e.g. a gzip body the server holds).
@@ -48,7 +53,8 @@ class TraceInput {
   TraceInput& operator=(const TraceInput&) = delete;
 
   // Up to n bytes of JSON text; 0 at the end. Throws Error naming the file for corrupt or
-  // truncated gzip data, bytes after the gzip stream, or text beyond the cap.
+  // truncated gzip data, bytes after the gzip stream, or text beyond the cap; Cancelled once
+  // options.cancel is set.
   size_t read(char* out, size_t n);
 
   bool gzip() const { return gzip_; }
@@ -64,6 +70,7 @@ class TraceInput {
 
   std::string label_;
   uint64_t max_bytes_;
+  const CancelFlag* cancel_ = nullptr;
   int fd_ = -1;
   std::string_view memory_;  // the source when fd_ < 0
   bool gzip_ = false, eof_ = false, in_member_ = false;

@@ -1,5 +1,10 @@
 #include "api_routes.h"
 
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "compare_job.h"
 #include "compare_traces.h"
 #include "core/build_stamp.h"
 #include "core/error.h"
@@ -59,6 +64,78 @@ std::string identity(const TraceEntry& f) {
   return f.path.string() + "|" + std::to_string(f.size) + "|" + std::to_string(f.mtime_ns);
 }
 
+// A finished comparison, as a normal answer: the body (gzip-encoded once, cached) or the
+// error with its status.
+void send_compare_result(const httplib::Request& req, httplib::Response& res, VizContext& ctx,
+                         const std::string& key, CompareJob& job) {
+  try {
+    Body body = job.result();
+    if (accepts_gzip(req) && body->size() > 1024) {
+      res.set_header("Content-Encoding", "gzip");
+      send_body(res, ctx.bodies.get(key + "|gzip", [&] { return gzip_compress(*body); }), "application/json");
+    } else {
+      send_body(res, body, "application/json");
+    }
+  } catch (const LimitExceeded& e) {
+    send_error(res, 413, e.what());
+  } catch (const Error& e) {  // different models/graphs, a trace that does not parse
+    send_error(res, 422, e.what());
+  }
+}
+
+// A comparison still running after ctx.compare_answer_wait: answered 200 now and streamed,
+// so that the connection can watch its client. Until the body is ready a space goes out every
+// second (JSON allows whitespace before the value; httplib compresses the stream when the
+// client accepts it) and every poll asks the socket whether the client is still there (closed:
+// httplib's is_writable peeks at it). A client that left cancels the work, which stops at its
+// next check and frees what it loaded. An error found after the 200 is the body:
+// {"error": "...", "status": 422} (the page shows `error` whatever the status).
+void stream_compare(httplib::Response& res, std::shared_ptr<CompareJob> job) {
+  using Clock = std::chrono::steady_clock;
+  auto last_sent = std::make_shared<Clock::time_point>(Clock::now());
+  res.status = 200;
+  res.set_chunked_content_provider(
+      "application/json",
+      [job, last_sent](size_t, httplib::DataSink& sink) {
+        if (!job->wait_for(std::chrono::milliseconds(100))) {
+          if (!sink.is_writable()) {  // the client left (or stopped reading for the write timeout)
+            job->cancel();
+            return false;
+          }
+          if (Clock::now() - *last_sent >= std::chrono::seconds(1)) {
+            *last_sent = Clock::now();
+            if (!sink.write(" ", 1)) {
+              job->cancel();
+              return false;
+            }
+          }
+          return true;
+        }
+        Body body;
+        nlohmann::json error;
+        try {
+          body = job->result();
+        } catch (const LimitExceeded& e) {
+          error = {{"error", e.what()}, {"status", 413}};
+        } catch (const Error& e) {
+          error = {{"error", e.what()}, {"status", 422}};
+        } catch (const trace::Cancelled&) {
+          return false;  // the server is stopping
+        } catch (const std::exception& e) {
+          error = {{"error", e.what()}, {"status", 500}};
+        }
+        if (!body)
+          body = std::make_shared<const std::string>(
+              error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        constexpr size_t kPiece = size_t(1) << 18;  // httplib copies each write into one chunk
+        for (size_t at = 0; at < body->size(); at += kPiece)
+          if (!sink.write(body->data() + at, std::min(kPiece, body->size() - at))) return false;
+        sink.done();
+        return true;
+      },
+      [job](bool) { job->cancel(); });  // an answer ended early (client gone, server stopping)
+}
+
 void handle_compare(const httplib::Request& req, httplib::Response& res, VizContext& ctx) {
   if (!req.has_param("a") || !req.has_param("b")) {
     send_error(res, 400, "compare: both query parameters a=NAME and b=NAME are required");
@@ -72,21 +149,27 @@ void handle_compare(const httplib::Request& req, httplib::Response& res, VizCont
   try {
     check_step_limit(*a, ctx);
     check_step_limit(*b, ctx);
-    Body body = ctx.bodies.get(key, [&] { return compare_traces_json(ctx.traces, *a, *b); });
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("Vary", "Accept-Encoding");
-    if (accepts_gzip(req) && body->size() > 1024) {
-      res.set_header("Content-Encoding", "gzip");
-      send_body(res, ctx.bodies.get(key + "|gzip", [&] { return gzip_compress(*body); }),
-                "application/json");
-    } else {
-      send_body(res, body, "application/json");
-    }
   } catch (const LimitExceeded& e) {
     send_error(res, 413, e.what());
-  } catch (const Error& e) {  // different models/graphs, a trace that does not parse
+    return;
+  } catch (const Error& e) {
     send_error(res, 422, e.what());
+    return;
   }
+  // On its own thread, so a client that leaves can stop it (stream_compare). A cached result
+  // comes back at once.
+  auto job = std::make_shared<CompareJob>([&ctx, a = *a, b = *b, key](const trace::CancelFlag& cancel) {
+    try {
+      return ctx.bodies.get(key, [&] { return compare_traces_json(ctx.traces, a, b, &cancel); }, &cancel);
+    } catch (const trace::Cancelled&) {
+      ++ctx.compares_cancelled;
+      throw;
+    }
+  });
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("Vary", "Accept-Encoding");
+  if (job->wait_for(ctx.compare_answer_wait)) send_compare_result(req, res, ctx, key, *job);
+  else stream_compare(res, std::move(job));
 }
 
 }  // namespace

@@ -2,22 +2,38 @@
 
 namespace minfer::viz {
 
-Body BodyCache::get(const std::string& key, const std::function<std::string()>& make) {
-  std::promise<Body> promise;
-  std::shared_future<Body> future;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-      future = it->second.body;
-    } else {
-      lru_.push_front(key);
-      entries_[key] = Entry{promise.get_future().share(), 0, lru_.begin()};
+Body BodyCache::get(const std::string& key, const std::function<std::string()>& make,
+                    const trace::CancelFlag* cancel) {
+  for (;;) {
+    std::promise<Body> promise;
+    std::shared_future<Body> future;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second.lru);
+        future = it->second.body;
+      } else {
+        lru_.push_front(key);
+        entries_[key] = Entry{promise.get_future().share(), 0, lru_.begin()};
+      }
+    }
+    if (!future.valid()) return compute(key, make, promise);
+    if (cancel) {
+      while (future.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+        trace::stop_if_cancelled(cancel);
+    }
+    try {
+      return future.get();
+    } catch (const trace::Cancelled&) {
+      trace::stop_if_cancelled(cancel);
+      // The caller that computed it is gone and so is its entry: this caller still waits.
     }
   }
-  if (future.valid()) return future.get();
+}
 
+Body BodyCache::compute(const std::string& key, const std::function<std::string()>& make,
+                        std::promise<Body>& promise) {
   try {
     std::string made = make();
     made.shrink_to_fit();  // the budget counts size(); a gzip buffer sized for the worst case is 4x that
@@ -32,13 +48,16 @@ Body BodyCache::get(const std::string& key, const std::function<std::string()>& 
     }
     return body;
   } catch (...) {
-    promise.set_exception(std::current_exception());
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      lru_.erase(it->second.lru);
-      entries_.erase(it);
+    {
+      // Gone before the waiters hear of it, so a waiter that starts over does not find it.
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) {
+        lru_.erase(it->second.lru);
+        entries_.erase(it);
+      }
     }
+    promise.set_exception(std::current_exception());
     throw;
   }
 }

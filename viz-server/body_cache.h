@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "cancel.h"
+
 namespace minfer::viz {
 
 using Body = std::shared_ptr<const std::string>;
@@ -20,8 +22,11 @@ class BodyCache {
 
   // The body stored under `key`, computing it with `make` on a miss. Concurrent callers of
   // the same key wait for one computation. Exceptions from `make` reach every waiter and
-  // are not cached.
-  Body get(const std::string& key, const std::function<std::string()>& make);
+  // are not cached, except trace::Cancelled (the caller that computed it left): a waiter then
+  // computes it itself. `cancel` (null: never) is the caller's own: set, it stops the wait with
+  // trace::Cancelled (a `make` that is cancelled is given the flag by the caller).
+  Body get(const std::string& key, const std::function<std::string()>& make,
+           const trace::CancelFlag* cancel = nullptr);
 
   size_t bytes() const;
 
@@ -31,6 +36,7 @@ class BodyCache {
     size_t bytes = 0;  // 0 until computed
     std::list<std::string>::iterator lru;
   };
+  Body compute(const std::string& key, const std::function<std::string()>& make, std::promise<Body>& promise);
   void evict_locked();
 
   size_t max_bytes_;

@@ -5,13 +5,19 @@
 
 namespace minfer::viz {
 
-std::string compare_traces_json(const TraceIndex& index, const TraceEntry& a, const TraceEntry& b) {
+std::string compare_traces_json(const TraceIndex& index, const TraceEntry& a, const TraceEntry& b,
+                                const trace::CancelFlag* cancel) {
   trace::DiffOptions opts;
   opts.label_a = a.name;
   opts.label_b = b.name;
-  nlohmann::json result =
-      trace::diff(trace::load_checked_trace(a.path.string(), nullptr, index.read_options(a)),
-                  trace::load_checked_trace(b.path.string(), nullptr, index.read_options(b)), opts);
+  opts.cancel = cancel;
+  const auto load = [&](const TraceEntry& e) {
+    trace::ReadOptions read = index.read_options(e);
+    read.cancel = cancel;
+    return trace::load_checked_trace(e.path.string(), nullptr, read);
+  };
+  nlohmann::json result = trace::diff(load(a), load(b), opts);
+  trace::stop_if_cancelled(cancel);
   return result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

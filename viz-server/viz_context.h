@@ -1,5 +1,7 @@
 // Everything the request handlers share: the trace index, the web root, the body cache.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -20,6 +22,10 @@ struct VizContext {
   std::optional<std::filesystem::path> web_root;  // canonical; nullopt = API only
   BodyCache bodies;                               // re-encoded traces and comparison results
   uint64_t max_steps = kDefaultMaxSteps;          // --max-steps (request_limits.h)
+  // How long /api/compare waits for its result before it answers 200 and streams it
+  // (api_routes.cpp): errors found sooner keep their status (422, 413).
+  std::chrono::milliseconds compare_answer_wait{1000};
+  std::atomic<uint64_t> compares_cancelled{0};   // comparisons stopped because their client left
   std::vector<std::string> models;                // --model files: live runs (live_runs.h)
   std::shared_ptr<class LiveRuns> live;           // null without models
 };

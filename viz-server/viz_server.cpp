@@ -53,6 +53,7 @@ httplib::Server::HandlerResponse json_error_body(const httplib::Request&, httpli
 VizServer::VizServer(const VizConfig& config)
     : config_(config), ctx_(config.traces_dirs, config.max_trace_bytes) {
   ctx_.max_steps = config.max_steps;
+  ctx_.compare_answer_wait = config.compare_answer_wait;
   if (!config.web_dir.empty()) {
     std::error_code ec;
     fs::path root = fs::canonical(config.web_dir, ec);

@@ -23,6 +23,9 @@ struct VizConfig {
   size_t max_threads = 256;           // connections served at once (more wait in a queue)
   uint64_t max_trace_bytes = trace::kDefaultMaxTraceBytes;  // JSON text read from one trace
   uint64_t max_steps = kDefaultMaxSteps;  // steps of one trace sliced or compared (request_limits.h)
+  // /api/compare answers within this with the result or its error status; a comparison that
+  // takes longer is answered 200 and streamed, its client watched (VizContext).
+  std::chrono::milliseconds compare_answer_wait{1000};
   // A connection that sends nothing (reading) or takes nothing (writing) for this long is
   // closed; so is an idle keep-alive connection.
   std::chrono::milliseconds read_timeout{5000}, write_timeout{5000};

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "recorder.h"
 #include "synthetic.h"
+#include "checked_trace.h"
 #include "trace_diff.h"
 #include "test_tmp.h"
 #include "trace_load.h"
@@ -182,6 +183,28 @@ TEST(Diff, RefusesDifferentModelsGraphsAndPrompts) {
   DiffOptions bad;
   bad.metric = "psnr";
   EXPECT_NE(error_of([&] { diff(a, a, bad); }).find("unknown metric"), std::string::npos);
+}
+
+// Issue 31, item 7: minfer-viz stops a comparison whose client left. Every stage that takes
+// the time (reading and parsing, the schema check, the diff) stops at a set flag with
+// Cancelled, not an Error; without a flag (the CLI) or with a clear one nothing changes.
+TEST(Diff, ASetCancelFlagStopsTheReadTheValidationAndTheDiff) {
+  const std::string dir = temp_dir("diff_cancel");
+  const json a = record(dir + "/a.json", synth::Run{});
+  const json b = record(dir + "/b.json", scaled({{1, "blk.1.attn_q", 1.5f}}));
+  CancelFlag clear{false}, set{true};
+  ReadOptions read;
+  read.cancel = &clear;
+  EXPECT_EQ(load_checked_trace(dir + "/a.json", nullptr, read), a);
+  DiffOptions o;
+  o.cancel = &clear;
+  EXPECT_EQ(diff(a, b, o), diff(a, b));
+
+  read.cancel = &set;
+  EXPECT_THROW(load_trace(dir + "/a.json", nullptr, read), Cancelled);
+  EXPECT_THROW(require_valid_trace(a, "a.json", &set), Cancelled);
+  o.cancel = &set;
+  EXPECT_THROW(diff(a, b, o), Cancelled);
 }
 
 TEST(Tool, ExitCodesAndJsonOutput) {

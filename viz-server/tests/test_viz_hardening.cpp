@@ -246,3 +246,83 @@ TEST(VizTimeouts, SilentConnectionsAreClosed) {
 
 }  // namespace
 }  // namespace minfer::viz::test
+
+namespace minfer::viz::test {
+namespace {
+
+// Issue 31, item 7: a client that left /api/compare before the answer left the server
+// comparing two large traces to the end (5 s of CPU for two 51 MB traces here) and caching a
+// result nobody asked for any more. The comparison now runs beside a connection that watches
+// its client: the client leaves, the work stops (cancelled, nothing cached), and a client that
+// waits still gets the whole comparison, streamed after the 200.
+TEST(VizCompareCancel, AnAbandonedCompareStopsAndAPatientOneIsAnswered) {
+  TempDir traces("compare-cancel");
+  TraceSpec big;
+  big.decode_steps = 400;
+  big.width = 512;
+  const std::string text = make_trace(big).dump();
+  for (const char* name : {"a.json", "b.json"}) write_file(traces.path() / name, text);
+  VizConfig config;
+  config.traces_dirs = {traces.path().string()};
+  config.compare_answer_wait = std::chrono::milliseconds(0);  // streamed at once
+  RunningServer server(config);
+  VizContext& ctx = server.server().context();
+
+  const int fd = connect_loopback(server.port());
+  ASSERT_GE(fd, 0);
+  const std::string request =
+      "GET /api/compare?a=a.json&b=b.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::close(fd);
+  const auto left = std::chrono::steady_clock::now();
+  while (ctx.compares_cancelled == 0 && std::chrono::steady_clock::now() - left < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - left).count();
+  EXPECT_EQ(ctx.compares_cancelled, 1u) << "the abandoned comparison was not stopped";
+  EXPECT_EQ(ctx.bodies.bytes(), 0u) << "the abandoned comparison ran to its end";
+  std::printf("[compare cancel] stopped %.2f s after its client left\n", s);
+
+  auto cli = server.client();
+  for (const char* encoding : {"identity", "gzip"}) {
+    auto r = cli.Get("/api/compare?a=a.json&b=b.json", {{"Accept-Encoding", encoding}});
+    ASSERT_TRUE(r) << encoding;
+    EXPECT_EQ(r->status, 200) << encoding;
+    const json cmp = json::parse(r->body);  // leading spaces (sent while it ran) are valid JSON
+    EXPECT_EQ(cmp.value("steps_compared", 0), big.decode_steps + 1) << encoding << ": " << r->body.substr(0, 200);
+    EXPECT_EQ(cmp.value("identical", false), true) << encoding;
+  }
+  EXPECT_EQ(ctx.compares_cancelled, 1u);
+}
+
+// After the 200 is sent, a comparison that fails answers its error as the body, with the
+// status it would have had; the page shows `error` (web/src/model/compare.ts).
+TEST(VizCompareCancel, AnErrorAfterTheStreamedAnswerStartedIsItsBody) {
+  TempDir traces("compare-late-error");
+  TraceSpec mmq, other;
+  other.model_file = "other-q4_0.gguf";
+  other.model_sha = std::string(64, 'b');
+  write_file(traces.path() / "mmq.json", make_trace(mmq).dump());
+  write_file(traces.path() / "other.json", make_trace(other).dump());
+  write_file(traces.path() / "broken.json", "{\"format\": \"minfer-trace\", \"version\": 2, \"meta\": ");
+  VizConfig config;
+  config.traces_dirs = {traces.path().string()};
+  config.compare_answer_wait = std::chrono::milliseconds(0);
+  RunningServer server(config);
+  auto cli = server.client();
+  for (const char* encoding : {"identity", "gzip"}) {
+    auto r = cli.Get("/api/compare?a=mmq.json&b=other.json", {{"Accept-Encoding", encoding}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    const json e = json::parse(r->body);
+    EXPECT_NE(e.value("error", "").find("cannot compare traces of different models"), std::string::npos) << r->body;
+    EXPECT_EQ(e.value("status", 0), 422) << r->body;
+    r = cli.Get("/api/compare?a=mmq.json&b=broken.json", {{"Accept-Encoding", encoding}});
+    ASSERT_TRUE(r);
+    EXPECT_NE(json::parse(r->body).value("error", "").find("broken.json"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(server.server().context().compares_cancelled, 0u);
+}
+
+}  // namespace
+}  // namespace minfer::viz::test

@@ -124,6 +124,37 @@ TEST(BodyCache, ComputesOncePerKeyEvenUnderConcurrency) {
   EXPECT_EQ(cache.bytes(), 1000u);
 }
 
+// Issue 31, item 7: two clients ask for the same comparison; the one computing it leaves
+// (its work stops with trace::Cancelled). The other, still waiting, must get the body (it
+// computes it itself), not the first one's cancellation; a waiter that leaves stops waiting.
+TEST(BodyCache, AWaiterComputesWhatACancelledCallerLeftAndAWaiterCanLeave) {
+  BodyCache cache;
+  trace::CancelFlag first_left{false}, second_stays{false}, third_left{false};
+  std::atomic<bool> started{false};
+  std::thread first([&] {
+    EXPECT_THROW(cache.get("k", [&]() -> std::string {
+      started = true;
+      while (true) {
+        trace::stop_if_cancelled(&first_left);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }, &first_left), trace::Cancelled);
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Body second_got;
+  std::thread second([&] { second_got = cache.get("k", [] { return std::string("made by the second"); }, &second_stays); });
+  std::thread third([&] { EXPECT_THROW(cache.get("k", [] { return std::string("x"); }, &third_left), trace::Cancelled); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both wait for the first
+  third_left = true;
+  third.join();
+  first_left = true;
+  first.join();
+  second.join();
+  ASSERT_TRUE(second_got);
+  EXPECT_EQ(*second_got, "made by the second");
+  EXPECT_EQ(*cache.get("k", [] { return std::string("not again"); }), "made by the second");
+}
+
 TEST(BodyCache, FailuresAreNotCachedAndOldEntriesAreEvicted) {
   BodyCache cache(150);
   int calls = 0;

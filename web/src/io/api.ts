@@ -57,11 +57,16 @@ export async function fetchTrace(name: string): Promise<Trace> {
 }
 
 // `referenceB`: measure against B (the server measures against its first trace, so it is asked
-// for (b, a) and the sides are swapped back).
+// for (b, a) and the sides are swapped back). A comparison that takes the server more than a
+// second is answered 200 at once and streamed (spaces until it is ready, which JSON allows), so
+// an error found later comes as a 200 body {"error", "status"}: it reads like an error answer.
 export async function fetchComparison(a: string, b: string, referenceB = false): Promise<Comparison> {
   const [x, y] = referenceB ? [b, a] : [a, b];
   const url = `api/compare?a=${encodeURIComponent(x)}&b=${encodeURIComponent(y)}`;
-  return parseComparison(await (await get(url)).json(), `comparison of ${a} and ${b}`, referenceB);
+  const body = await (await get(url)).json();
+  if (body && typeof body === 'object' && typeof body.error === 'string')
+    throw new Error(`${url}: ${body.error} (HTTP ${typeof body.status === 'number' ? body.status : 200})`);
+  return parseComparison(body, `comparison of ${a} and ${b}`, referenceB);
 }
 
 // Sliced loading (large traces): the index (everything but the per-step node records) and the
