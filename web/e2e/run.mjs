@@ -442,6 +442,21 @@ await test('CUPTI off: the page says why there are no kernels', async () => {
 cudaServer.stop();
 rmSync(cudaDir, { recursive: true, force: true });
 
+// ----- The roofline of a CUDA trace recorded with its device's measured read bandwidth
+// (meta.device_limits, the H200 paired sample of session 16): the roof is the measured one.
+const measuredSample = list.find((e) => e.name === 'qwen2.5-0.5b-q4_0-cuda-paired.json.gz');
+if (measuredSample) await test('roofline: a CUDA trace with the measured read bandwidth draws that roof', async () => {
+  await page.goto(`${server.url}?trace=${encodeURIComponent(measuredSample.name)}&step=1`);
+  await ready();
+  await details(1);
+  await page.click('.tab[data-tab="roofline"]');
+  await page.waitForSelector('.roofline-chart circle.point');
+  const roofs = await page.textContent('.roofline-roofs');
+  check(/bandwidth 4143 GB\/s \(measured on the device\)/.test(roofs), `the roofs line does not give the recorded 4143 GB/s as measured: ${roofs}`);
+  check(await page.$$eval('.roofline-chart circle.point', (c) => c.length) > 50, 'too few roofline points');
+  await shot('roofline-cuda-measured');
+});
+
 // ----- Roofline (issue 30, item 2) on the committed CUDA MMQ sample: no measured bandwidth in it,
 // so the page must say the roof is the nominal one. Decode step 1 has kernel records.
 const roofSample = list.find((e) => e.name === 'qwen2.5-0.5b-q4_0-cuda-mmq.json.gz');
