@@ -154,8 +154,15 @@ NodeWork node_work(const json& nodes, size_t id, const StepShape& s) {
   if (op == "get_rows") return {stored_bytes(str(node, "weight_type"), n, d) + kF32 * n + kF32 * elems, 0, OpsKind::F32, true};
   // x read, the weight row read, y written; square, sum, scale by 1/rms, by the weight
   if (op == "rms_norm") return {2 * kF32 * elems + stored_bytes(str(node, "weight_type"), 1, d), 4 * elems, OpsKind::F32, true};
-  // x and the positions read, y written; a rotation is 2 multiplies and an add per element
-  if (op == "rope") return {2 * kF32 * elems + kF32 * n, 3 * elems, OpsKind::F32, true};
+  // qwen3's per-head Q/K norm: as rms_norm, with one head_dim weight row shared by every head
+  if (op == "head_rms_norm")
+    return {2 * kF32 * elems + stored_bytes(str(node, "weight_type"), 1, s.head_dim), 4 * elems, OpsKind::F32, true};
+  // x and the positions read, y written; a rotation is 2 multiplies and an add per element. Both
+  // layouts (NeoX, llama's adjacent pairs); Llama 3's rope_freqs (head_dim/2 f32 divisors) read too.
+  if (op == "rope" || op == "rope_normal") {
+    const double divisors = str(node, "weight").empty() ? 0 : kF32 * static_cast<double>(s.head_dim / 2);
+    return {2 * kF32 * elems + kF32 * n + divisors, 3 * elems, OpsKind::F32, true};
+  }
   // this step's k and v rows (shape [n, 2·kv width]) read with their positions, written to the cache
   if (op == "kv_store") return {2 * kF32 * elems + kF32 * n, 0, OpsKind::F32, true};
   if (op == "add" || op == "mul") return {3 * kF32 * elems, elems, OpsKind::F32, true};

@@ -105,6 +105,25 @@ TEST(NodeWork, Rope) {
   EXPECT_EQ(w.ops, 7 * 896 * 3);
 }
 
+TEST(NodeWork, HeadRmsNormAndRopeNormal) {
+  // qwen3's per-head norm of q [7, 896] (14 heads of 64): x read and y written, the F32 weight
+  // of one head (64 values) read; 4 ops per element as rms_norm. llama's rope_normal with
+  // rope_freqs: rope's bytes plus the 32 f32 divisors; the same 3 ops per element.
+  json g = prefill_graph();
+  g.push_back(node(19, "blk.0.attn_q_norm", "head_rms_norm", 7, 896, {2}, "F32"));
+  g.push_back(node(20, "blk.0.q_rope_normal", "rope_normal", 7, 896, {19, 0}, "F32"));
+  g.back()["weight"] = "rope_freqs.weight";  // as graph_json writes a rope node with divisors
+  g.push_back(node(21, "blk.0.q_rope_plain", "rope_normal", 7, 896, {19, 0}));
+  const NodeWork norm = work(g, 19, shape("prefill", 0));
+  EXPECT_EQ(norm.bytes, 7 * 896 * 4 * 2 + 64 * 4);
+  EXPECT_EQ(norm.ops, 7 * 896 * 4);
+  const NodeWork rope = work(g, 20, shape("prefill", 0));
+  EXPECT_EQ(rope.bytes, 7 * 896 * 4 * 2 + 7 * 4 + 32 * 4);
+  EXPECT_EQ(rope.ops, 7 * 896 * 3);
+  const NodeWork plain = work(g, 21, shape("prefill", 0));
+  EXPECT_EQ(plain.bytes, 7 * 896 * 4 * 2 + 7 * 4);
+}
+
 TEST(NodeWork, KvStore) {
   // k and v rows ([7, 128+128]) and 7 positions read, the same rows written to the cache
   const NodeWork w = work(prefill_graph(), 6, shape("prefill", 0));
