@@ -72,6 +72,17 @@ describe('node work: hand counts for every op', () => {
     expect(w(13)).toMatchObject({ bytes: 7 * 4864 * 4 * 2, ops: 7 * 4864 * 3 });
     expect(w(14)).toMatchObject({ bytes: 896 * 4 * 2, ops: 0 });
   });
+  it('head_rms_norm and rope_normal with rope_freqs (qwen3, llama), as the C++ test counts them', () => {
+    const f: GraphNode[] = [...g,
+      node(19, 'blk.0.attn_q_norm', 'head_rms_norm', 7, 896, [2], 'F32'),
+      { ...node(20, 'blk.0.q_rope_normal', 'rope_normal', 7, 896, [19, 0], 'F32'), weight: 'rope_freqs.weight' },
+      node(21, 'blk.0.q_rope_plain', 'rope_normal', 7, 896, [19, 0])];
+    const s = shape('prefill', 0);
+    expect(nodeWork(f, 19, s)).toMatchObject({ bytes: 7 * 896 * 4 * 2 + 64 * 4, ops: 7 * 896 * 4, known: true });
+    expect(nodeWork(f, 20, s)).toMatchObject({ bytes: 7 * 896 * 4 * 2 + 7 * 4 + 32 * 4, ops: 7 * 896 * 3, known: true });
+    expect(nodeWork(f, 21, s)).toMatchObject({ bytes: 7 * 896 * 4 * 2 + 7 * 4, ops: 7 * 896 * 3 });
+  });
+
   it('attention: causal in the prefill, the whole cache in a decode step', () => {
     expect(w(7)).toMatchObject({ ops: 28 * 14 * (2 * 64 + 2 * 64), bytes: 7 * 896 * 4 * 2 + 2 * 7 * (2 * 64) * 4, kind: 'f16' });
     const d = [node(0, 'q', 'rope', 1, 896, []), node(1, 'blk.0.attn', 'attention', 1, 896, [0])];

@@ -87,7 +87,10 @@ export function nodeWork(nodes: GraphNode[], id: number, s: StepShape): NodeWork
     case 'attention': return attentionWork(n, s);
     case 'get_rows': return simple(storedBytes(n.weightType, r, d) + F32 * r + F32 * e, 0);
     case 'rms_norm': return simple(2 * F32 * e + storedBytes(n.weightType, 1, d), 4 * e);
-    case 'rope': return simple(2 * F32 * e + F32 * r, 3 * e);
+    // qwen3's per-head Q/K norm: rms_norm's work with one head_dim weight row for every head
+    case 'head_rms_norm': return simple(2 * F32 * e + storedBytes(n.weightType, 1, s.headDim), 4 * e);
+    // both layouts; Llama 3's rope_freqs (head_dim/2 f32 divisors) read when the node has them
+    case 'rope': case 'rope_normal': return simple(2 * F32 * e + F32 * r + (n.weight ? F32 * Math.floor(s.headDim / 2) : 0), 3 * e);
     case 'kv_store': return simple(2 * F32 * e + F32 * r, 0);
     case 'add': case 'mul': return simple(3 * F32 * e, e);
     case 'add_bias': return simple(2 * F32 * e + F32 * d, e);
