@@ -1,6 +1,7 @@
 #include "json_schema.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -41,22 +42,37 @@ const char* type_of(const json& v) {
   }
 }
 
-bool has_type(const json& v, const std::string& t) {
-  if (t == "number") return v.is_number();
-  if (t == "integer") {
-    // An integral float counts only where a double holds integers exactly (|x| <= 2^53):
-    // readers convert integers with get<int64_t>(), which 1e300 would overflow.
-    if (v.is_number_integer()) return true;
-    if (!v.is_number_float()) return false;
-    const double x = v.get<double>();
-    return std::isfinite(x) && std::floor(x) == x && std::fabs(x) <= 9007199254740992.0;
+enum class Kind { Number, Integer, Object, Array, String, Boolean, Null, Unknown };
+
+Kind kind_of(const std::string& t) {
+  if (t == "number") return Kind::Number;
+  if (t == "integer") return Kind::Integer;
+  if (t == "object") return Kind::Object;
+  if (t == "array") return Kind::Array;
+  if (t == "string") return Kind::String;
+  if (t == "boolean") return Kind::Boolean;
+  if (t == "null") return Kind::Null;
+  return Kind::Unknown;
+}
+
+bool has_type(const json& v, Kind t) {
+  switch (t) {
+    case Kind::Number: return v.is_number();
+    case Kind::Integer: {
+      // An integral float counts only where a double holds integers exactly (|x| <= 2^53):
+      // readers convert integers with get<int64_t>(), which 1e300 would overflow.
+      if (v.is_number_integer()) return true;
+      if (!v.is_number_float()) return false;
+      const double x = v.get<double>();
+      return std::isfinite(x) && std::floor(x) == x && std::fabs(x) <= 9007199254740992.0;
+    }
+    case Kind::Object: return v.is_object();
+    case Kind::Array: return v.is_array();
+    case Kind::String: return v.is_string();
+    case Kind::Boolean: return v.is_boolean();
+    case Kind::Null: return v.is_null();
+    default: return false;
   }
-  if (t == "object") return v.is_object();
-  if (t == "array") return v.is_array();
-  if (t == "string") return v.is_string();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "null") return v.is_null();
-  return false;
 }
 
 std::string short_dump(const json& v) {
@@ -66,9 +82,84 @@ std::string short_dump(const json& v) {
 
 }  // namespace
 
+// A schema object with its keywords looked up once, when the validator is made: check() used
+// to look each keyword up by name for every value it checked (a dozen string-keyed lookups per
+// value, three quarters of the time a trace took to validate). Pointers into root_.
+struct SchemaValidator::Node {
+  bool boolean = false, allows = true;  // true / false as a schema
+  const Node* ref = nullptr;
+  bool has_type = false;
+  std::vector<Kind> types;
+  std::string type_names;  // "number or null"
+  const json* constant = nullptr;
+  const json* enumeration = nullptr;
+  const json *minimum = nullptr, *maximum = nullptr;
+  double minimum_value = 0, maximum_value = 0;
+  std::vector<std::string> required;
+  bool has_properties = false;
+  std::map<std::string, const Node*, std::less<>> properties;
+  const Node* additional = nullptr;  // additionalProperties (false: `additional_false`)
+  bool additional_false = false;
+  const json *min_items = nullptr, *max_items = nullptr;
+  size_t min_items_value = 0, max_items_value = 0;
+  const Node* items = nullptr;
+  bool has_one_of = false, has_any_of = false;
+  std::vector<const Node*> one_of, any_of;
+};
+
 SchemaValidator::SchemaValidator(json schema) : root_(std::move(schema)) {
   if (!root_.is_object()) fail("schema: the root is not an object");
   check_keywords(root_, "");
+  root_node_ = compile(root_);
+}
+
+SchemaValidator::~SchemaValidator() = default;
+
+// After check_keywords: every keyword's value has the type read here.
+const SchemaValidator::Node* SchemaValidator::compile(const json& s) {
+  if (auto it = compiled_.find(&s); it != compiled_.end()) return it->second;
+  nodes_.push_back(std::make_unique<Node>());
+  Node& n = *nodes_.back();
+  compiled_[&s] = &n;  // before the parts: a $ref may lead back here
+  if (s.is_boolean()) {
+    n.boolean = true;
+    n.allows = s.get<bool>();
+    return &n;
+  }
+  if (auto r = s.find("$ref"); r != s.end()) n.ref = compile(resolve(r->get<std::string>()));
+  if (auto t = s.find("type"); t != s.end()) {
+    n.has_type = true;
+    for (const auto& one : t->is_array() ? *t : json::array({*t})) {
+      n.types.push_back(kind_of(one.get<std::string>()));
+      n.type_names += (n.type_names.empty() ? "" : " or ") + one.get<std::string>();
+    }
+  }
+  if (auto c = s.find("const"); c != s.end()) n.constant = &*c;
+  if (auto e = s.find("enum"); e != s.end()) n.enumeration = &*e;
+  if (auto m = s.find("minimum"); m != s.end()) n.minimum = &*m, n.minimum_value = m->get<double>();
+  if (auto m = s.find("maximum"); m != s.end()) n.maximum = &*m, n.maximum_value = m->get<double>();
+  if (auto r = s.find("required"); r != s.end())
+    for (const auto& k : *r) n.required.push_back(k.get<std::string>());
+  if (auto p = s.find("properties"); p != s.end()) {
+    n.has_properties = true;
+    for (const auto& [k, sub] : p->items()) n.properties[k] = compile(sub);
+  }
+  if (auto x = s.find("additionalProperties"); x != s.end()) {
+    n.additional_false = x->is_boolean() && !x->get<bool>();
+    n.additional = compile(*x);
+  }
+  if (auto m = s.find("minItems"); m != s.end()) n.min_items = &*m, n.min_items_value = m->get<size_t>();
+  if (auto m = s.find("maxItems"); m != s.end()) n.max_items = &*m, n.max_items_value = m->get<size_t>();
+  if (auto it = s.find("items"); it != s.end()) n.items = compile(*it);
+  if (auto a = s.find("oneOf"); a != s.end()) {
+    n.has_one_of = true;
+    for (const auto& alt : *a) n.one_of.push_back(compile(alt));
+  }
+  if (auto a = s.find("anyOf"); a != s.end()) {
+    n.has_any_of = true;
+    for (const auto& alt : *a) n.any_of.push_back(compile(alt));
+  }
+  return &n;
 }
 
 void SchemaValidator::check_keywords(const json& s, const std::string& where) const {
@@ -119,11 +210,11 @@ const json& SchemaValidator::resolve(const std::string& ref) const {
 std::vector<std::string> SchemaValidator::validate(const json& doc, size_t max_errors,
                                                    const CancelFlag* cancel) const {
   std::vector<std::string> errs;
-  check(root_, doc, nullptr, errs, max_errors, 0, cancel);
+  check(*root_node_, doc, nullptr, errs, max_errors, 0, cancel);
   return errs;
 }
 
-void SchemaValidator::check(const json& s, const json& v, const Path* at, std::vector<std::string>& errs,
+void SchemaValidator::check(const Node& s, const json& v, const Path* at, std::vector<std::string>& errs,
                             size_t max_errors, size_t depth, const CancelFlag* cancel) const {
   if (errs.size() >= max_errors) return;
   // Documents are depth-bounded when parsed; this bounds "$ref" chains (a cycle in a schema).
@@ -131,76 +222,68 @@ void SchemaValidator::check(const json& s, const json& v, const Path* at, std::v
   const auto err = [&](const std::string& what) {
     if (errs.size() < max_errors) errs.push_back((at ? at->str() : std::string("/")) + ": " + what);
   };
-  if (s.is_boolean()) {
-    if (!s.get<bool>()) err("no value is allowed here");
+  if (s.boolean) {
+    if (!s.allows) err("no value is allowed here");
     return;
   }
-  if (auto r = s.find("$ref"); r != s.end()) check(resolve(r->get<std::string>()), v, at, errs, max_errors, depth + 1, cancel);
+  if (s.ref) check(*s.ref, v, at, errs, max_errors, depth + 1, cancel);
 
-  if (auto t = s.find("type"); t != s.end()) {
+  if (s.has_type) {
     bool ok = false;
-    std::string names;
-    for (const auto& one : t->is_array() ? *t : json::array({*t})) {
-      ok = ok || has_type(v, one.get<std::string>());
-      names += (names.empty() ? "" : " or ") + one.get<std::string>();
-    }
+    for (Kind t : s.types) ok = ok || has_type(v, t);
     if (!ok) {
-      err("expected " + names + ", got " + type_of(v));
+      err("expected " + s.type_names + ", got " + type_of(v));
       return;  // the other keywords would only repeat the same problem
     }
   }
-  if (auto c = s.find("const"); c != s.end() && v != *c)
-    err("expected " + short_dump(*c) + ", got " + short_dump(v));
-  if (auto e = s.find("enum"); e != s.end()) {
+  if (s.constant && v != *s.constant) err("expected " + short_dump(*s.constant) + ", got " + short_dump(v));
+  if (s.enumeration) {
     bool ok = false;
-    for (const auto& x : *e) ok = ok || v == x;
-    if (!ok) err(short_dump(v) + " is not one of " + short_dump(*e));
+    for (const auto& x : *s.enumeration) ok = ok || v == x;
+    if (!ok) err(short_dump(v) + " is not one of " + short_dump(*s.enumeration));
   }
   if (v.is_number()) {
     const double x = v.get<double>();
-    if (auto m = s.find("minimum"); m != s.end() && x < m->get<double>())
-      err(short_dump(v) + " is below the minimum " + short_dump(*m));
-    if (auto m = s.find("maximum"); m != s.end() && x > m->get<double>())
-      err(short_dump(v) + " is above the maximum " + short_dump(*m));
+    if (s.minimum && x < s.minimum_value) err(short_dump(v) + " is below the minimum " + short_dump(*s.minimum));
+    if (s.maximum && x > s.maximum_value) err(short_dump(v) + " is above the maximum " + short_dump(*s.maximum));
   }
   if (v.is_object()) {
-    if (auto r = s.find("required"); r != s.end())
-      for (const auto& k : *r)
-        if (!v.contains(k.get<std::string>())) err("missing required field '" + k.get<std::string>() + "'");
-    const auto props = s.find("properties");
-    const auto extra = s.find("additionalProperties");
-    for (const auto& [k, x] : v.items()) {
-      const Path here{at, &k, 0};
-      if (props != s.end() && props->contains(k)) check((*props)[k], x, &here, errs, max_errors, depth + 1, cancel);
-      else if (extra != s.end()) {
-        if (extra->is_boolean() && !extra->get<bool>()) err("unexpected field '" + k + "'");
-        else check(*extra, x, &here, errs, max_errors, depth + 1, cancel);
+    for (const std::string& k : s.required)
+      if (!v.contains(k)) err("missing required field '" + k + "'");
+    if (s.has_properties || s.additional)
+      for (const auto& [k, x] : v.items()) {
+        const Path here{at, &k, 0};
+        if (auto p = s.properties.find(k); p != s.properties.end()) {
+          check(*p->second, x, &here, errs, max_errors, depth + 1, cancel);
+        } else if (s.additional) {
+          if (s.additional_false) err("unexpected field '" + k + "'");
+          else check(*s.additional, x, &here, errs, max_errors, depth + 1, cancel);
+        }
       }
-    }
   }
   if (v.is_array()) {
-    if (auto m = s.find("minItems"); m != s.end() && v.size() < m->get<size_t>())
-      err("has " + std::to_string(v.size()) + " items, at least " + short_dump(*m) + " expected");
-    if (auto m = s.find("maxItems"); m != s.end() && v.size() > m->get<size_t>())
-      err("has " + std::to_string(v.size()) + " items, at most " + short_dump(*m) + " expected");
-    if (auto it = s.find("items"); it != s.end())
+    if (s.min_items && v.size() < s.min_items_value)
+      err("has " + std::to_string(v.size()) + " items, at least " + short_dump(*s.min_items) + " expected");
+    if (s.max_items && v.size() > s.max_items_value)
+      err("has " + std::to_string(v.size()) + " items, at most " + short_dump(*s.max_items) + " expected");
+    if (s.items)
       for (size_t i = 0; i < v.size() && errs.size() < max_errors; ++i) {
         stop_if_cancelled(cancel);  // arrays hold the bulk of a trace (steps, nodes, values)
         const Path here{at, nullptr, i};
-        check(*it, v[i], &here, errs, max_errors, depth + 1, cancel);
+        check(*s.items, v[i], &here, errs, max_errors, depth + 1, cancel);
       }
   }
-  for (const char* kw : {"oneOf", "anyOf"}) {
-    auto alts = s.find(kw);
-    if (alts == s.end()) continue;
+  for (const bool one : {true, false}) {
+    if (!(one ? s.has_one_of : s.has_any_of)) continue;
+    const std::vector<const Node*>& alts = one ? s.one_of : s.any_of;
+    const char* kw = one ? "oneOf" : "anyOf";
     size_t matched = 0, best = 0, best_n = SIZE_MAX;
-    std::vector<std::vector<std::string>> branch_errs(alts->size());
-    for (size_t i = 0; i < alts->size(); ++i) {
-      check((*alts)[i], v, at, branch_errs[i], 4, depth + 1, cancel);
+    std::vector<std::vector<std::string>> branch_errs(alts.size());
+    for (size_t i = 0; i < alts.size(); ++i) {
+      check(*alts[i], v, at, branch_errs[i], 4, depth + 1, cancel);
       if (branch_errs[i].empty()) ++matched;
       if (branch_errs[i].size() < best_n) best_n = branch_errs[i].size(), best = i;
     }
-    const bool one = std::string(kw) == "oneOf";
     if (matched == 0)
       err("matches none of the " + std::string(kw) + " alternatives; the closest (#" + std::to_string(best) +
           ") fails with: " + branch_errs[best].front());

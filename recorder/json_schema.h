@@ -5,7 +5,9 @@
 // schema cannot silently use something this validator does not check.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +20,9 @@ class SchemaValidator {
  public:
   // The root schema; its "$defs" resolve "$ref"s. Throws Error on unsupported keywords.
   explicit SchemaValidator(nlohmann::json schema);
+  ~SchemaValidator();
+  SchemaValidator(const SchemaValidator&) = delete;  // the compiled nodes point into the schema
+  SchemaValidator& operator=(const SchemaValidator&) = delete;
   // Problems as "<JSON pointer>: <what>", at most max_errors of them; empty when valid.
   // Throws Cancelled (cancel.h) once `cancel` is set (null: never).
   std::vector<std::string> validate(const nlohmann::json& doc, size_t max_errors = 20,
@@ -25,14 +30,19 @@ class SchemaValidator {
 
  private:
   struct Path;
+  struct Node;  // one (sub)schema with its keywords looked up once (json_schema.cpp)
   static constexpr size_t kMaxSchemaDepth = 256;
-  void check(const nlohmann::json& s, const nlohmann::json& v, const Path* at, std::vector<std::string>& errs,
+  void check(const Node& s, const nlohmann::json& v, const Path* at, std::vector<std::string>& errs,
              size_t max_errors, size_t depth, const CancelFlag* cancel) const;
   static void check_keyword_value(const std::string& keyword, const nlohmann::json& value,
                                   const std::string& where);
   const nlohmann::json& resolve(const std::string& ref) const;
   void check_keywords(const nlohmann::json& s, const std::string& where) const;
+  const Node* compile(const nlohmann::json& s);
   nlohmann::json root_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_map<const nlohmann::json*, const Node*> compiled_;  // by schema object
+  const Node* root_node_ = nullptr;
 };
 
 }  // namespace minfer::trace

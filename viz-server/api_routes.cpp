@@ -64,12 +64,18 @@ std::string identity(const TraceEntry& f) {
   return f.path.string() + "|" + std::to_string(f.size) + "|" + std::to_string(f.mtime_ns);
 }
 
+void set_compare_headers(httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("Vary", "Accept-Encoding");
+}
+
 // A finished comparison, as a normal answer: the body (gzip-encoded once, cached) or the
 // error with its status.
 void send_compare_result(const httplib::Request& req, httplib::Response& res, VizContext& ctx,
                          const std::string& key, CompareJob& job) {
   try {
     Body body = job.result();
+    set_compare_headers(res);
     if (accepts_gzip(req) && body->size() > 1024) {
       res.set_header("Content-Encoding", "gzip");
       send_body(res, ctx.bodies.get(key + "|gzip", [&] { return gzip_compress(*body); }), "application/json");
@@ -94,6 +100,7 @@ void stream_compare(httplib::Response& res, std::shared_ptr<CompareJob> job) {
   using Clock = std::chrono::steady_clock;
   auto last_sent = std::make_shared<Clock::time_point>(Clock::now());
   res.status = 200;
+  set_compare_headers(res);
   res.set_chunked_content_provider(
       "application/json",
       [job, last_sent](size_t, httplib::DataSink& sink) {
@@ -166,8 +173,6 @@ void handle_compare(const httplib::Request& req, httplib::Response& res, VizCont
       throw;
     }
   });
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("Vary", "Accept-Encoding");
   if (job->wait_for(ctx.compare_answer_wait)) send_compare_result(req, res, ctx, key, *job);
   else stream_compare(res, std::move(job));
 }
