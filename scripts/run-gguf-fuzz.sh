@@ -26,7 +26,9 @@ fi
 source "$root/scripts/lib/asan-tests.sh"
 asan_configure
 echo "== build ${tests[*]}"
+start=$SECONDS
 ninja -C "$build" -j "$jobs" "${tests[@]}"
+echo "   built in $((SECONDS - start)) s"
 
 asan_run_tests run-gguf-fuzz 256 "${tests[@]}"
 echo "run-gguf-fuzz: all ${#tests[@]} GGUF test programs passed under ASan+UBSan"

@@ -32,7 +32,9 @@ else
   echo "== minfer-viz is not built here (no cpp-httplib): its mutation test is skipped"
 fi
 echo "== build ${tests[*]} minfer-trace"
+start=$SECONDS
 ninja -C "$build" -j "$jobs" "${tests[@]}" minfer-trace
+echo "   built in $((SECONDS - start)) s"
 
 ASAN_RUN_NOTE="$MINFER_TRACE_MUTATIONS mutants, seed $MINFER_TRACE_FUZZ_SEED" asan_run_tests run-trace-fuzz 1024 "${tests[@]}"
 echo "run-trace-fuzz: ${#tests[@]} trace mutation programs passed under ASan+UBSan"

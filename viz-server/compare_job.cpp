@@ -35,16 +35,4 @@ Body CompareJob::result() {
   return body_;
 }
 
-bool CompareJob::stopped_early() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!done_ || !error_) return false;
-  try {
-    std::rethrow_exception(error_);
-  } catch (const trace::Cancelled&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
 }  // namespace minfer::viz

@@ -29,10 +29,8 @@ class CompareJob {
   bool wait_for(std::chrono::milliseconds timeout);
   // Asks the work to stop (any thread).
   void cancel() { cancel_.store(true); }
-  // After the work ended: its body, or what it threw (rethrown).
+  // Waits for the work to end: its body, or what it threw (rethrown).
   Body result();
-  // The work ended with trace::Cancelled: it stopped before its end.
-  bool stopped_early();
 
  private:
   trace::CancelFlag cancel_{false};
