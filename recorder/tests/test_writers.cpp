@@ -139,15 +139,11 @@ TEST(StaleAndLivePartials, RecoverRefusesAPartialARunIsWriting) {
   Recorder rec(at(path), pipelined_meta(), synth::token_text);
   synth::run(rec, synth::Run{});
   rec.flush();
-  // Recovery renames its result over the .partial: the run's file would be another inode (the
-  // contents are no witness: the run's writer thread may still be appending).
-  struct stat before {};
-  ASSERT_EQ(::stat((path + ".partial").c_str(), &before), 0);
+  // Had recovery renamed its result over the .partial, the run's writer would find its claim
+  // lost and its finish would fail (or the file would not be the run's 4 steps). The inode is no
+  // witness: the run's own writer may rebuild its head beside and rename it over (TraceFile).
   const std::string err = error_of([&] { recover_trace(path); });
   EXPECT_NE(err.find(path + ".partial: another writer holds it"), std::string::npos) << err;
-  struct stat after {};
-  ASSERT_EQ(::stat((path + ".partial").c_str(), &after), 0);
-  EXPECT_EQ(after.st_ino, before.st_ino) << "recovery replaced the .partial of a live run";
   EXPECT_TRUE(fs::exists(path + ".partial.journal")) << "recovery removed the journal of a live run";
   rec.finish({{"load_ms", 1.0}});
   expect_valid_complete(path, 4);
