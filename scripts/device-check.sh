@@ -6,7 +6,7 @@
 # files come back:  $OUT/summary.txt (the short table) and $OUT/device-logs.tar.gz.
 #
 #   scripts/device-check.sh [STAGE...]    stages: build tests sanitize generate diff bench targets trace prefill
-#                                         parity launch kbench ncu families live paired (targets: issue 29's rows, 7B and
+#                                         parity launch kbench ncu families familypaths racecheck live paired (targets: issue 29's rows, 7B and
 #                                         0.5b; families: issue 27's qwen3-0.6b and llama-3.2-1b on CUDA; live: a live run
 #                                         through minfer-viz; paired: issue 30's paired trace on the GPU, its cost per
 #                                         token on 0.5b and 7B and the CUDA paired sample); overhead and kill are the
@@ -241,6 +241,47 @@ PY
   else
     say "hf parity (cuda) qwen3-tiny llama-tiny: skipped (no torch/transformers on this machine)"
   fi
+fi
+
+if has familypaths; then
+  # Issue 27 on CUDA, the tool's two cross-run features per family (tiny presets, Q4_0 and Q8_0):
+  # a paired trace (--compare-path f16: A on int8 MMQ, B the f16 path, lockstep) whose own diff
+  # must carry a local error, and a --tokens-from replay on the f16 path whose diff against the
+  # recorded run must see the same input tokens on every step (family_paths_check.py). Then
+  # the HF transformers parity of the CPU backend for both tiny presets.
+  FP=$LOGS/familypaths; mkdir -p "$FP"
+  for p in qwen3-tiny llama-tiny; do for w in q4_0 q8_0; do
+    gen_one "$p" "$w"; m=$ROOT/models/$p-$w.gguf
+    "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend cuda --quiet --compare-path f16 --trace "$FP/paired-$p-$w.json" 2>> "$FP/runs.err" \
+      && "$B/bin/minfer-trace" validate "$FP/paired-$p-$w.json" >> "$FP/runs.err" 2>&1 \
+      && "$B/bin/minfer-trace" diff "$FP/paired-$p-$w.json" --json -o "$FP/paired-diff-$p-$w.json" 2>> "$FP/runs.err"
+    say "familypaths $p $w --compare-path f16 (cuda): rc=$? $(python3 "$ROOT/scripts/device/family_paths_check.py" paired "$FP/paired-diff-$p-$w.json" 2>&1; echo "check rc=$?")"
+    "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend cuda --quiet --trace "$FP/run-$p-$w.json" 2>> "$FP/runs.err" \
+      && MINFER_MMQ=0 "$B/bin/minfer" "$m" --tokens-from "$FP/run-$p-$w.json" -n 8 --backend cuda --quiet --trace "$FP/replay-$p-$w.json" 2>> "$FP/runs.err" \
+      && "$B/bin/minfer-trace" diff "$FP/run-$p-$w.json" "$FP/replay-$p-$w.json" --json -o "$FP/replay-diff-$p-$w.json" 2>> "$FP/runs.err"
+    say "familypaths $p $w --tokens-from, f16 replay of the MMQ run (cuda): rc=$? $(python3 "$ROOT/scripts/device/family_paths_check.py" replay "$FP/replay-diff-$p-$w.json" 2>&1; echo "check rc=$?")"
+    rm -f "$FP"/paired-$p-$w.json "$FP"/run-$p-$w.json "$FP"/replay-$p-$w.json
+  done; done
+  if python3 -c 'import torch, transformers' > /dev/null 2>&1; then
+    PARITY_PRESETS="qwen3-tiny llama-tiny" MINFER_PARITY_BACKEND=cpu MINFER_PARITY_BUILD=$B \
+      "$ROOT/scripts/parity/run_on_device.sh" "$LOGS/parity-families-cpu" > "$LOGS/parity-families-cpu.log" 2>&1
+    say "hf parity (cpu) qwen3-tiny llama-tiny: rc=$?"
+    for f in "$LOGS"/parity-families-cpu/*.json; do
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); [print("  %-28s %-3s logit err %.2e of range | greedy agreement %.2f" % (j["label"], k, r["logit_max_abs_err_rel_range"], r["greedy_top1_agreement"])) for k, r in j["paths"].items()]' "$f" >> "$SUMMARY"
+    done
+  fi
+fi
+
+if has racecheck; then
+  # Classifies compute-sanitizer's racecheck reports on the MMQ kernels: synccheck (barrier
+  # misuse) and racecheck with its full report, on small cases that run every tile
+  # (MINFER_RACECHECK_FILTER: the gtest filter).
+  for tool in synccheck racecheck; do
+    compute-sanitizer --tool $tool --print-limit 8 "$B/tests/test_cuda_mmq" \
+      --gtest_filter="${MINFER_RACECHECK_FILTER:-*Q4_0_40x896_nt7*:*Q8_0_40x4864_nt63*}" > "$LOGS/race-$tool.log" 2>&1
+    say "  $tool test_cuda_mmq: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/race-$tool.log" | tail -2 | tr '\n' ' ')"
+    grep -E "hazard|Race reported|Write|Read|at .*in " "$LOGS/race-$tool.log" | head -12 >> "$SUMMARY"
+  done
 fi
 
 if has kbench; then
