@@ -282,6 +282,12 @@ if has racecheck; then
     say "  $tool test_cuda_mmq: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/race-$tool.log" | tail -2 | tr '\n' ' ')"
     grep -E "hazard|Race reported|Write|Read|at .*in " "$LOGS/race-$tool.log" | head -12 >> "$SUMMARY"
   done
+  # Does racecheck model the named-barrier handoff itself? (scripts/device/racecheck_named_barrier.cu)
+  nvcc -arch=sm_90 -o "$B/racecheck_named_barrier" "$ROOT/scripts/device/racecheck_named_barrier.cu" 2>> "$LOGS/race-repro.log"
+  for k in named block racy; do
+    compute-sanitizer --tool racecheck "$B/racecheck_named_barrier" $k > "$LOGS/race-repro-$k.log" 2>&1
+    say "  racecheck repro $k: $(grep -E 'sum|RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/race-repro-$k.log" | tr '\n' ' ')"
+  done
 fi
 
 if has kbench; then

@@ -75,6 +75,8 @@
 // Q6_K's second half needs the float itself: D_f - M = float(isum) exactly. (Non-finite scales,
 // i.e. a corrupt f16, would give NaN where the dp4a kernel gave +-inf.)
 //
+// Q4_0 and Q8_0 (n_in a multiple of 128) run the 128-row tile as mmq_async.cu's kernel instead:
+// cp.async copies of the raw blocks, no loader warps, the same bits.
 // The launcher takes the 128-row tile when it launches at least one CTA per SM, else the largest
 // narrow tile that still launches at least one CTA per two SMs (as the dp4a kernel did; measured
 // there on the H200: at 512 tokens the 64-row tile on 112 CTAs beat the 16-row tile on 448, and
@@ -89,6 +91,7 @@
 #include "core/parse_number.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
+#include "cuda/mmq_async.h"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
@@ -642,6 +645,8 @@ void launch_mmq(const void* w, int64_t n_out, int64_t n_in, const void* x, int64
     tile_rows = ctas(128) >= sm_count() ? 128 : ctas(64) >= want ? 64 : ctas(32) >= want ? 32 : 16;
   }
   const unsigned g = static_cast<unsigned>(gy);
+  // Q4_0 and Q8_0 take the loader-free 128-row kernel where its copies apply (mmq_async.h).
+  if (tile_rows == 128 && mmq_async_applies(T, n_in, w, x)) return mmq_async(T, w, n_out, n_in, x, nt, bias, y, s);
   switch (tile_rows) {
     case 128: return launch_mmq_tile<T, 8>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);
     case 64: return launch_mmq_tile<T, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel, g);

@@ -1,0 +1,316 @@
+// MMQ, 128 weight rows x 64 tokens per CTA, for Q4_0 and Q8_0 (mmq_async.h). Why a second
+// kernel: in mmq.cu's 128-row tile, 8 loader warps unpack the 18/34-byte blocks through
+// registers into int8 tiles; on the H200 they issued ~40 % of the kernel's instructions and the
+// math warps stalled at the stage barriers (ncu, docs/benchmarks.md, session 16). Here no warp
+// loads through registers:
+//   * every thread issues cp.async copies of raw blocks for the step kStages-1 ahead: per weight
+//     row the 4 blocks of a K step (Q4_0 72 bytes = 9 x 8, Q8_0 136 = 17 x 8; rows outside the
+//     matrix zero-filled), per token its 4 Q8_1 blocks (144 bytes = 9 x 16);
+//   * the math warps build the A fragments from the raw codes: a Q4_0 word of 4 code bytes gives
+//     two fragment registers (low nibbles: elements 4q.., high: 16+4q..) as 16 * (code - 8) in
+//     int8 -- (n ^ 8) << 4 as a signed byte is 16 (n - 8) -- so the mma sums 16 * isum, and the
+//     row scale is staged as d / 16 (exact: a power of two); Q8_0 codes are the bytes;
+//   * once per K step all threads turn the staged f16 scales into floats (weights: d * kScaleMul
+//     and -(that) * kMagic; tokens: d_a), one step ahead, so a math warp reads a row's pair with
+//     one 8-byte load.
+// The update per accumulator and block is mmq.cu's symmetric one, bit for bit:
+//   wsum = fma(d', M + s isum, -d' M) = round(d isum)   (s = 16, d' = d / 16 for Q4_0; 1, d for Q8_0)
+//   acc  = fma(d_a, wsum, acc)
+// so test_cuda_mmq's emulation holds unchanged. |s isum| <= 32 * 128 * 128 = 2^19 < 2^22.
+//
+// Pipeline (kStages buffers, one __syncthreads per K step): at the top of step i, step i+1 has
+// landed (cp.async.wait_group kStages-3, then the barrier makes every thread's copies visible);
+// then copies for step i+kStages-1 go out into the buffer step i-1 used (its reads ended before
+// the barrier), step i+1's scales are converted into the scale buffer step i-1 read, and the
+// math of step i runs on data and scales that the barrier made visible.
+//
+// Fragments (PTX ISA, mma.m16n8k32 s8; g = lane / 4, q = lane % 4): a0 = rows g, k 4q..4q+3;
+// a1 = rows g+8, same k; a2 / a3 = k 16+4q..; b0 / b1 = token g, k 4q.. / 16+4q..; c0, c1 = row g,
+// tokens 2q, 2q+1; c2, c3 = row g+8. Warp w computes rows 32 (w % 4).. (two m16 tiles) x tokens
+// 32 (w / 4).. (four n8 tiles), as mmq.cu's math_wide.
+// Shared-memory banks: a weight row is padded to 80 (Q4_0) / 144 (Q8_0) bytes, a token row is
+// 144: word (row g, int q) lands in bank 20g + q / 4g + q (mod 32), all 32 lanes apart. A code
+// word at an even block of a row starts 2 bytes into a word (18- and 34-byte blocks): two
+// aligned loads and a byte permute (the block parity is a compile-time constant).
+#include "cuda/mmq_async.h"
+
+#include <bit>
+
+#include "core/error.h"
+#include "cuda/cuda_check.h"
+#include "cuda/quant_blocks.cuh"
+
+namespace minfer::cuda {
+namespace {
+
+constexpr int kRows = 128, kToks = 64;
+constexpr int kStepBlocks = 4;                    // Q8_1 / weight blocks per K step
+constexpr int kStepElems = kStepBlocks * QK;      // 128
+constexpr int kThreads = 256;                     // 8 warps, all of them copy and compute
+constexpr int kXRowBytes = kStepBlocks * 36;      // a token's 4 Q8_1 blocks
+constexpr int kXChunks = kXRowBytes / 16;         // 16-byte copies per token and step
+constexpr int kMagicBits = 0x4B400000;            // f32 bits of kMagic
+constexpr float kMagic = 12582912.0f;             // 1.5 * 2^23
+static_assert(std::bit_cast<float>(kMagicBits) == kMagic);
+static_assert(sizeof(BlockQ8_1) == 36);
+
+template <WeightType T> struct Fmt;
+template <> struct Fmt<WeightType::Q4_0> {
+  static constexpr int kBlockBytes = 18;
+  static constexpr int kRowBytes = 80;            // 72 + 8: rows 20 words apart (banks)
+  static constexpr int kStages = 4;               // 4 x 19.5 KB: two CTAs per SM
+  static constexpr float kScaleMul = 0.0625f;     // the codes are staged as 16 (n - 8)
+};
+template <> struct Fmt<WeightType::Q8_0> {
+  static constexpr int kBlockBytes = 34;
+  static constexpr int kRowBytes = 144;           // 136 + 8: rows 36 words apart
+  static constexpr int kStages = 3;               // 3 x 27 KB: two CTAs per SM
+  static constexpr float kScaleMul = 1.0f;
+};
+template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
+
+template <WeightType T>
+struct Smem {
+  unsigned char w[Fmt<T>::kStages][kRows * Fmt<T>::kRowBytes];
+  unsigned char x[Fmt<T>::kStages][kToks * kXRowBytes];
+  float2 wsc[2][kStepBlocks][kRows];  // (d', -d' * kMagic) per block and row
+  float xd[2][kStepBlocks][kToks];    // d_a per block and token
+};
+
+// ---------------------------------------------------------------- cp.async
+
+__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(ok ? 8 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
+// n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
+// rows of a row: < 2^32 for any n_in below 30M) keep the per-thread addresses in few registers.
+template <WeightType T>
+__device__ __forceinline__ void issue_step(Smem<T>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
+                                           int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,
+                                           uint32_t step, int tid) {
+  constexpr int kW = kWChunks<T>;
+  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.w[buf]));
+  const uint32_t wcol = step * (kStepBlocks * Fmt<T>::kBlockBytes);
+#pragma unroll
+  for (int c0 = 0; c0 < kRows * kW; c0 += kThreads) {
+    const int c = c0 + tid;
+    if (kRows * kW % kThreads != 0 && c >= kRows * kW) break;
+    const int r = c / kW, k = c % kW;
+    const bool ok = r < n_rows;
+    cp_async8(wdst + r * Fmt<T>::kRowBytes + 8 * k, w + ((ok ? r : 0) * row_bytes + wcol + 8 * k), ok);
+  }
+  const uint32_t xdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.x[buf]));
+  const uint32_t xcol = step * kXRowBytes;
+#pragma unroll
+  for (int c0 = 0; c0 < kToks * kXChunks; c0 += kThreads) {
+    const int c = c0 + tid;
+    if (kToks * kXChunks % kThreads != 0 && c >= kToks * kXChunks) break;
+    const int t = c / kXChunks, k = c % kXChunks;
+    const bool ok = t < n_toks;
+    cp_async16(xdst + t * kXRowBytes + 16 * k, x + ((ok ? t : 0) * x_row_bytes + xcol + 16 * k), ok);
+  }
+}
+
+// The f16 scales of buffer `buf` as floats into scale buffer `sb` (one K step).
+template <WeightType T>
+__device__ __forceinline__ void convert_scales(Smem<T>& sm, int buf, int sb, int tid) {
+#pragma unroll
+  for (int c = tid; c < kRows * kStepBlocks; c += kThreads) {
+    const int kb = c / kRows, r = c % kRows;
+    const uint16_t h = *reinterpret_cast<const uint16_t*>(&sm.w[buf][r * Fmt<T>::kRowBytes + kb * Fmt<T>::kBlockBytes]);
+    const float d = __fmul_rn(qb::f16_bits(h), Fmt<T>::kScaleMul);  // exact: a power of two
+    sm.wsc[sb][kb][r] = make_float2(d, __fmul_rn(d, -kMagic));      // exact (mmq.cu's header)
+  }
+  for (int c = tid; c < kToks * kStepBlocks; c += kThreads) {
+    const int kb = c / kToks, t = c % kToks;
+    sm.xd[sb][kb][t] = qb::f16_bits(*reinterpret_cast<const uint16_t*>(&sm.x[buf][t * kXRowBytes + kb * 36]));
+  }
+}
+
+// ---------------------------------------------------------------- fragments and the mma
+
+// The little-endian word at p, which is 4-byte aligned (kAligned) or 2 bytes past a word.
+template <bool kAligned>
+__device__ __forceinline__ int load_word(const unsigned char* p) {
+  if constexpr (kAligned) return *reinterpret_cast<const int*>(p);
+  else {
+    const unsigned lo = *reinterpret_cast<const unsigned*>(p - 2), hi = *reinterpret_cast<const unsigned*>(p + 2);
+    return static_cast<int>(__byte_perm(lo, hi, 0x5432));
+  }
+}
+// Q4_0 code bytes n (0..15) as int8 16 (n - 8): low nibbles, high nibbles.
+__device__ __forceinline__ int nib_lo16(int v) {
+  return static_cast<int>(((static_cast<unsigned>(v) << 4) & 0xF0F0F0F0u) ^ 0x80808080u);
+}
+__device__ __forceinline__ int nib_hi16(int v) { return static_cast<int>((static_cast<unsigned>(v) & 0xF0F0F0F0u) ^ 0x80808080u); }
+
+// D = A (16x32 s8) * B (32x8 s8) + C, C = kMagicBits in every element.
+__device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, int b1) {
+  const int c = kMagicBits;
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c), "r"(c), "r"(c), "r"(c));
+}
+
+// One 32-block kb = 2p + kOdd of buffer `buf` (scales in `sb`) for this warp's 32 x 32 tile.
+template <WeightType T, int kOdd>
+__device__ __forceinline__ void block_math(const Smem<T>& sm, int buf, int sb, int p, int wr, int wn, int g, int q,
+                                           float (&acc)[2][4][4]) {
+  constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
+  // The codes start 2 bytes into the block: word-aligned in odd blocks (18 and 34 are 2 mod 4).
+  constexpr bool kAligned = (kOdd * kBB + 2) % 4 == 0;
+  const int kb = 2 * p + kOdd;
+  int a[2][4];
+  float2 sc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int r = 32 * wr + 16 * i + 8 * hi + g;
+      const unsigned char* codes = &sm.w[buf][r * kRB + kb * kBB + 2];
+      if constexpr (T == WeightType::Q4_0) {
+        const int v = load_word<kAligned>(codes + 4 * q);
+        a[i][hi] = nib_lo16(v);      // elements 4q..4q+3
+        a[i][2 + hi] = nib_hi16(v);  // elements 16+4q..
+      } else {
+        a[i][hi] = load_word<kAligned>(codes + 4 * q);
+        a[i][2 + hi] = load_word<kAligned>(codes + 16 + 4 * q);
+      }
+      sc[i][hi] = sm.wsc[sb][kb][r];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int tb = 32 * wn + 8 * j;
+    const unsigned char* xc = &sm.x[buf][(tb + g) * kXRowBytes + kb * 36 + 4];
+    const int b0 = *reinterpret_cast<const int*>(xc + 4 * q), b1 = *reinterpret_cast<const int*>(xc + 16 + 4 * q);
+    const float2 da = *reinterpret_cast<const float2*>(&sm.xd[sb][kb][tb + 2 * q]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      int d[4];
+      mma_k32(d, a[i], b0, b1);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float2 s = sc[i][c / 2];
+        const float wsum = __fmaf_rn(s.x, __int_as_float(d[c]), s.y);  // = round(d_w * isum)
+        acc[i][j][c] = __fmaf_rn(c % 2 ? da.y : da.x, wsum, acc[i][j][c]);
+      }
+    }
+  }
+}
+
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads, 2)
+    mmq_async_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const uint8_t* __restrict__ x,
+                     int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
+  constexpr int S = Fmt<T>::kStages;
+  extern __shared__ __align__(16) unsigned char mmq_async_smem[];
+  Smem<T>& sm = *reinterpret_cast<Smem<T>*>(mmq_async_smem);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, q = lane % 4, wr = warp % 4, wn = warp / 4;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
+  const int64_t steps = n_in / kStepElems;
+  const uint32_t row_bytes = static_cast<uint32_t>(n_in / QK * Fmt<T>::kBlockBytes);
+  const uint32_t x_row_bytes = static_cast<uint32_t>(n_in / QK * 36);
+  const int n_rows = static_cast<int>(n_out - row0 < kRows ? n_out - row0 : kRows);
+  const int n_toks = static_cast<int>(nt - tok0 < kToks ? nt - tok0 : kToks);
+  const uint8_t* wt = w + row0 * row_bytes;  // the CTA's rows and tokens
+  const uint8_t* xt = x + tok0 * x_row_bytes;
+
+  // Prologue: steps 0 .. S-2 in flight, step 0's scales converted.
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    if (st < steps) issue_step<T>(sm, st, wt, row_bytes, n_rows, xt, x_row_bytes, n_toks, st, tid);
+    cp_async_commit();
+  }
+  cp_async_wait<S - 2>();
+  __syncthreads();
+  convert_scales<T>(sm, 0, 0, tid);
+
+  float acc[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+  for (int64_t i = 0; i < steps; ++i) {
+    cp_async_wait<S - 3>();  // this thread's copies of step i+1 have landed
+    __syncthreads();         // everyone's have; step i-1's reads are over; step i's scales visible
+    const int64_t next = i + S - 1;
+    if (next < steps)
+      issue_step<T>(sm, static_cast<int>(next % S), wt, row_bytes, n_rows, xt, x_row_bytes, n_toks,
+                    static_cast<uint32_t>(next), tid);
+    cp_async_commit();
+    if (i + 1 < steps) convert_scales<T>(sm, static_cast<int>((i + 1) % S), static_cast<int>((i + 1) % 2), tid);
+    const int buf = static_cast<int>(i % S), sb = static_cast<int>(i % 2);
+#pragma unroll 1
+    for (int p = 0; p < kStepBlocks / 2; ++p) {  // an even and an odd block (unrolling all 4 spills more)
+      block_math<T, 0>(sm, buf, sb, p, wr, wn, g, q, acc);
+      block_math<T, 1>(sm, buf, sb, p, wr, wn, g, q, acc);
+    }
+  }
+  cp_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int64_t row = row0 + 32 * wr + 16 * i + 8 * hi + g;
+      if (row >= n_out) continue;
+      const float bv = bias ? bias[row] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t tok = tok0 + 32 * wn + 8 * j + 2 * q + e;
+          if (tok < nt) y[tok * n_out + row] = __fadd_rn(acc[i][j][2 * hi + e], bv);
+        }
+    }
+}
+
+template <WeightType T>
+void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
+            cudaStream_t s, const char* kernel) {
+  constexpr size_t kSmem = sizeof(Smem<T>);
+  static_assert(kSmem * 2 <= 220 * 1024, "two CTAs per SM");
+  static const bool opted_in = [] {  // above 48 KB a kernel must opt in (once per instantiation)
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmem)));
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    static_cast<int>(cudaSharedmemCarveoutMaxShared)));
+    return true;
+  }();
+  (void)opted_in;
+  const int64_t gy = (nt + kToks - 1) / kToks;
+  if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
+  const unsigned gx = grid_1d(n_out, kRows, kernel);
+  mmq_async_kernel<T><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+      static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
+  check_launch(kernel, s);
+}
+
+}  // namespace
+
+bool mmq_async_applies(WeightType t, int64_t n_in, const void* w, const void* x_q8_1) {
+  return (t == WeightType::Q4_0 || t == WeightType::Q8_0) && n_in > 0 && n_in % kStepElems == 0 &&
+         n_in <= (int64_t{1} << 24) &&  // the 32-bit offsets in a CTA's tile
+         (reinterpret_cast<uintptr_t>(w) & 7u) == 0 && (reinterpret_cast<uintptr_t>(x_q8_1) & 15u) == 0;
+}
+
+void mmq_async(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,
+               const float* bias, float* y, cudaStream_t s) {
+  if (!mmq_async_applies(t, n_in, w, x_q8_1)) fail("mmq_async: ", name(t), " x ", n_in, " does not apply");
+  if (t == WeightType::Q4_0) launch<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q4_0>");
+  else launch<WeightType::Q8_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q8_0>");
+}
+
+}  // namespace minfer::cuda
