@@ -304,10 +304,10 @@ if has ncu; then
   # sections that say what bounds it (throughput, stalls, issue slots, memory, instructions).
   for c in ${MINFER_DEVICE_NCU_CASES:-mmvq/7b/ffn_down/Q4_0 mmvq_swiglu_fused/7b/ffn_gate_up/Q4_0 mmvq/7b/attn_q_o/Q4_0 mmq/7b/ffn_gate_up/Q4_0/nt512}; do
     f=$LOGS/ncu-$(echo "$c" | tr '/' '_').txt
-    ncu --launch-skip 1 --launch-count 1 -k "regex:${MINFER_DEVICE_NCU_KERNELS:-mmvq_stream_kernel|mmvq_direct_kernel|mmq_kernel|mmvq_kernel|mmvq_fused_kernel|mmvq_swiglu_fused_kernel}" \
+    ncu --launch-skip 1 --launch-count 1 -k "regex:${MINFER_DEVICE_NCU_KERNELS:-mmvq_stream_kernel|mmvq_direct_kernel|mmq_kernel|mmq_async_kernel|mmvq_kernel|mmvq_fused_kernel|mmvq_swiglu_fused_kernel}" \
       --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      --section InstructionStats --print-details all "$B/bin/minfer-kernel-bench" --quick --filter "$c" > "$f" 2>&1
+      --section InstructionStats --section SourceCounters --print-details all "$B/bin/minfer-kernel-bench" --quick --filter "$c" > "$f" 2>&1
     say "ncu $c: rc=$? $(grep -E '^\s+(Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Issue Slots Busy|Registers Per Thread)' "$f" | tr -s ' ' | tr '\n' ';')"
   done
 fi

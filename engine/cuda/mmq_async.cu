@@ -37,6 +37,7 @@
 #include <bit>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "cuda/cuda_check.h"
 #include "cuda/quant_blocks.cuh"
 
@@ -58,21 +59,22 @@ template <WeightType T> struct Fmt;
 template <> struct Fmt<WeightType::Q4_0> {
   static constexpr int kBlockBytes = 18;
   static constexpr int kRowBytes = 80;            // 72 + 8: rows 20 words apart (banks)
-  static constexpr int kStages = 4;               // 4 x 19.5 KB: two CTAs per SM
   static constexpr float kScaleMul = 0.0625f;     // the codes are staged as 16 (n - 8)
 };
 template <> struct Fmt<WeightType::Q8_0> {
   static constexpr int kBlockBytes = 34;
   static constexpr int kRowBytes = 144;           // 136 + 8: rows 36 words apart
-  static constexpr int kStages = 3;               // 3 x 27 KB: two CTAs per SM
   static constexpr float kScaleMul = 1.0f;
 };
+// Buffers: two CTAs per SM fit Q4_0 4 x 19.5 KB, Q8_0 3 x 27 KB; one CTA twice that.
+template <WeightType T, int kCtas>
+constexpr int kStagesOf = (T == WeightType::Q4_0 ? 4 : 3) * (kCtas == 1 ? 2 : 1);
 template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
 
-template <WeightType T>
+template <WeightType T, int S>
 struct Smem {
-  unsigned char w[Fmt<T>::kStages][kRows * Fmt<T>::kRowBytes];
-  unsigned char x[Fmt<T>::kStages][kToks * kXRowBytes];
+  unsigned char w[S][kRows * Fmt<T>::kRowBytes];
+  unsigned char x[S][kToks * kXRowBytes];
   float2 wsc[2][kStepBlocks][kRows];  // (d', -d' * kMagic) per block and row
   float xd[2][kStepBlocks][kToks];    // d_a per block and token
 };
@@ -92,8 +94,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
 // n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
 // rows of a row: < 2^32 for any n_in below 30M) keep the per-thread addresses in few registers.
-template <WeightType T>
-__device__ __forceinline__ void issue_step(Smem<T>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
+template <WeightType T, int S>
+__device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
                                            int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,
                                            uint32_t step, int tid) {
   constexpr int kW = kWChunks<T>;
@@ -120,8 +122,8 @@ __device__ __forceinline__ void issue_step(Smem<T>& sm, int buf, const uint8_t* 
 }
 
 // The f16 scales of buffer `buf` as floats into scale buffer `sb` (one K step).
-template <WeightType T>
-__device__ __forceinline__ void convert_scales(Smem<T>& sm, int buf, int sb, int tid) {
+template <WeightType T, int S>
+__device__ __forceinline__ void convert_scales(Smem<T, S>& sm, int buf, int sb, int tid) {
 #pragma unroll
   for (int c = tid; c < kRows * kStepBlocks; c += kThreads) {
     const int kb = c / kRows, r = c % kRows;
@@ -162,8 +164,8 @@ __device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, 
 }
 
 // One 32-block kb = 2p + kOdd of buffer `buf` (scales in `sb`) for this warp's 32 x 32 tile.
-template <WeightType T, int kOdd>
-__device__ __forceinline__ void block_math(const Smem<T>& sm, int buf, int sb, int p, int wr, int wn, int g, int q,
+template <WeightType T, int kOdd, int S>
+__device__ __forceinline__ void block_math(const Smem<T, S>& sm, int buf, int sb, int p, int wr, int wn, int g, int q,
                                            float (&acc)[2][4][4]) {
   constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
   // The codes start 2 bytes into the block: word-aligned in odd blocks (18 and 34 are 2 mod 4).
@@ -208,13 +210,13 @@ __device__ __forceinline__ void block_math(const Smem<T>& sm, int buf, int sb, i
   }
 }
 
-template <WeightType T>
-__global__ void __launch_bounds__(kThreads, 2)
+template <WeightType T, int kCtas>
+__global__ void __launch_bounds__(kThreads, kCtas)
     mmq_async_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const uint8_t* __restrict__ x,
                      int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int S = Fmt<T>::kStages;
+  constexpr int S = kStagesOf<T, kCtas>;
   extern __shared__ __align__(16) unsigned char mmq_async_smem[];
-  Smem<T>& sm = *reinterpret_cast<Smem<T>*>(mmq_async_smem);
+  Smem<T, S>& sm = *reinterpret_cast<Smem<T, S>*>(mmq_async_smem);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4, wr = warp % 4, wn = warp / 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
@@ -229,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Prologue: steps 0 .. S-2 in flight, step 0's scales converted.
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
-    if (st < steps) issue_step<T>(sm, st, wt, row_bytes, n_rows, xt, x_row_bytes, n_toks, st, tid);
+    if (st < steps) issue_step(sm, st, wt, row_bytes, n_rows, xt, x_row_bytes, n_toks, st, tid);
     cp_async_commit();
   }
   cp_async_wait<S - 2>();
@@ -247,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();         // everyone's have; step i-1's reads are over; step i's scales visible
     const int64_t next = i + S - 1;
     if (next < steps)
-      issue_step<T>(sm, static_cast<int>(next % S), wt, row_bytes, n_rows, xt, x_row_bytes, n_toks,
+      issue_step(sm, static_cast<int>(next % S), wt, row_bytes, n_rows, xt, x_row_bytes, n_toks,
                     static_cast<uint32_t>(next), tid);
     cp_async_commit();
     if (i + 1 < steps) convert_scales<T>(sm, static_cast<int>((i + 1) % S), static_cast<int>((i + 1) % 2), tid);
@@ -277,15 +279,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 }
 
-template <WeightType T>
+template <WeightType T, int kCtas>
 void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
             cudaStream_t s, const char* kernel) {
-  constexpr size_t kSmem = sizeof(Smem<T>);
-  static_assert(kSmem * 2 <= 220 * 1024, "two CTAs per SM");
+  constexpr size_t kSmem = sizeof(Smem<T, kStagesOf<T, kCtas>>);
+  static_assert(kSmem * kCtas <= 220 * 1024, "kCtas CTAs per SM");
   static const bool opted_in = [] {  // above 48 KB a kernel must opt in (once per instantiation)
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSmem)));
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     static_cast<int>(cudaSharedmemCarveoutMaxShared)));
     return true;
   }();
@@ -293,9 +295,23 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
   const int64_t gy = (nt + kToks - 1) / kToks;
   if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
   const unsigned gx = grid_1d(n_out, kRows, kernel);
-  mmq_async_kernel<T><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+  mmq_async_kernel<T, kCtas><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
   check_launch(kernel, s);
+}
+
+// TUNING (temporary): MINFER_MMQ_ASYNC_CTAS=1 runs the one-CTA-per-SM variant (no register cap,
+// twice the buffers) to measure it against two CTAs per SM.
+int ctas_per_sm() {
+  static const int n = static_cast<int>(env_int("MINFER_MMQ_ASYNC_CTAS", 1, 2, 2));
+  return n;
+}
+
+template <WeightType T>
+void launch_any(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
+                cudaStream_t s, const char* kernel) {
+  if (ctas_per_sm() == 1) launch<T, 1>(w, n_out, n_in, x, nt, bias, y, s, kernel);
+  else launch<T, 2>(w, n_out, n_in, x, nt, bias, y, s, kernel);
 }
 
 }  // namespace
@@ -309,8 +325,8 @@ bool mmq_async_applies(WeightType t, int64_t n_in, const void* w, const void* x_
 void mmq_async(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,
                const float* bias, float* y, cudaStream_t s) {
   if (!mmq_async_applies(t, n_in, w, x_q8_1)) fail("mmq_async: ", name(t), " x ", n_in, " does not apply");
-  if (t == WeightType::Q4_0) launch<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q4_0>");
-  else launch<WeightType::Q8_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q8_0>");
+  if (t == WeightType::Q4_0) launch_any<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q4_0>");
+  else launch_any<WeightType::Q8_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q8_0>");
 }
 
 }  // namespace minfer::cuda
