@@ -44,7 +44,7 @@
 namespace minfer::cuda {
 namespace {
 
-constexpr int kRows = 128, kToks = 64;
+constexpr int kRows = 128;
 constexpr int kStepBlocks = 4;                    // Q8_1 / weight blocks per K step
 constexpr int kStepElems = kStepBlocks * QK;      // 128
 constexpr int kThreads = 256;                     // 8 warps, all of them copy and compute
@@ -67,11 +67,13 @@ template <> struct Fmt<WeightType::Q8_0> {
   static constexpr float kScaleMul = 1.0f;
 };
 // Buffers: two CTAs per SM fit Q4_0 4 x 19.5 KB, Q8_0 3 x 27 KB; one CTA twice that.
-template <WeightType T, int kCtas>
-constexpr int kStagesOf = (T == WeightType::Q4_0 ? 4 : 3) * (kCtas == 1 ? 2 : 1);
+// kNT: n8 tiles per warp (4: 64 tokens per CTA, 8: 128).
+template <WeightType T, int kCtas, int kNT>
+constexpr int kStagesOf = kCtas == 2 ? (T == WeightType::Q4_0 ? 4 : 3)
+                                     : kNT == 4 ? (T == WeightType::Q4_0 ? 8 : 6) : (T == WeightType::Q4_0 ? 6 : 5);
 template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
 
-template <WeightType T, int S>
+template <WeightType T, int S, int kToks>
 struct Smem {
   unsigned char w[S][kRows * Fmt<T>::kRowBytes];
   unsigned char x[S][kToks * kXRowBytes];
@@ -94,8 +96,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
 // n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
 // rows of a row: < 2^32 for any n_in below 30M) keep the per-thread addresses in few registers.
-template <WeightType T, int S>
-__device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
+template <WeightType T, int S, int kToks>
+__device__ __forceinline__ void issue_step(Smem<T, S, kToks>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
                                            int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,
                                            uint32_t step, int tid) {
   constexpr int kW = kWChunks<T>;
@@ -122,8 +124,8 @@ __device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_
 }
 
 // The f16 scales of buffer `buf` as floats into scale buffer `sb` (one K step).
-template <WeightType T, int S>
-__device__ __forceinline__ void convert_scales(Smem<T, S>& sm, int buf, int sb, int tid) {
+template <WeightType T, int S, int kToks>
+__device__ __forceinline__ void convert_scales(Smem<T, S, kToks>& sm, int buf, int sb, int tid) {
 #pragma unroll
   for (int c = tid; c < kRows * kStepBlocks; c += kThreads) {
     const int kb = c / kRows, r = c % kRows;
@@ -164,9 +166,9 @@ __device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, 
 }
 
 // One 32-block kb = 2p + kOdd of buffer `buf` (scales in `sb`) for this warp's 32 x 32 tile.
-template <WeightType T, int kOdd, int S>
-__device__ __forceinline__ void block_math(const Smem<T, S>& sm, int buf, int sb, int p, int wr, int wn, int g, int q,
-                                           float (&acc)[2][4][4]) {
+template <WeightType T, int kOdd, int S, int kToks, int kNT>
+__device__ __forceinline__ void block_math(const Smem<T, S, kToks>& sm, int buf, int sb, int p, int wr, int wn, int g,
+                                           int q, float (&acc)[2][kNT][4]) {
   constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
   // The codes start 2 bytes into the block: word-aligned in odd blocks (18 and 34 are 2 mod 4).
   constexpr bool kAligned = (kOdd * kBB + 2) % 4 == 0;
@@ -191,8 +193,8 @@ __device__ __forceinline__ void block_math(const Smem<T, S>& sm, int buf, int sb
     }
   }
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int tb = 32 * wn + 8 * j;
+  for (int j = 0; j < kNT; ++j) {
+    const int tb = 8 * kNT * wn + 8 * j;
     const unsigned char* xc = &sm.x[buf][(tb + g) * kXRowBytes + kb * 36 + 4];
     const int b0 = *reinterpret_cast<const int*>(xc + 4 * q), b1 = *reinterpret_cast<const int*>(xc + 16 + 4 * q);
     const float2 da = *reinterpret_cast<const float2*>(&sm.xd[sb][kb][tb + 2 * q]);
@@ -210,13 +212,13 @@ __device__ __forceinline__ void block_math(const Smem<T, S>& sm, int buf, int sb
   }
 }
 
-template <WeightType T, int kCtas>
+template <WeightType T, int kCtas, int kNT>
 __global__ void __launch_bounds__(kThreads, kCtas)
     mmq_async_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const uint8_t* __restrict__ x,
                      int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int S = kStagesOf<T, kCtas>;
+  constexpr int S = kStagesOf<T, kCtas, kNT>, kToks = 16 * kNT;
   extern __shared__ __align__(16) unsigned char mmq_async_smem[];
-  Smem<T, S>& sm = *reinterpret_cast<Smem<T, S>*>(mmq_async_smem);
+  Smem<T, S, kToks>& sm = *reinterpret_cast<Smem<T, S, kToks>*>(mmq_async_smem);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4, wr = warp % 4, wn = warp / 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
@@ -238,11 +240,11 @@ __global__ void __launch_bounds__(kThreads, kCtas)
   __syncthreads();
   convert_scales<T>(sm, 0, 0, tid);
 
-  float acc[2][4][4];
+  float acc[2][kNT][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int j = 0; j < kNT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
   for (int64_t i = 0; i < steps; ++i) {
     cp_async_wait<S - 3>();  // this thread's copies of step i+1 have landed
@@ -270,24 +272,25 @@ __global__ void __launch_bounds__(kThreads, kCtas)
       if (row >= n_out) continue;
       const float bv = bias ? bias[row] : 0.0f;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < kNT; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int64_t tok = tok0 + 32 * wn + 8 * j + 2 * q + e;
+          const int64_t tok = tok0 + 8 * kNT * wn + 8 * j + 2 * q + e;
           if (tok < nt) y[tok * n_out + row] = __fadd_rn(acc[i][j][2 * hi + e], bv);
         }
     }
 }
 
-template <WeightType T, int kCtas>
+template <WeightType T, int kCtas, int kNT>
 void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
             cudaStream_t s, const char* kernel) {
-  constexpr size_t kSmem = sizeof(Smem<T, kStagesOf<T, kCtas>>);
+  constexpr int kToks = 16 * kNT;
+  constexpr size_t kSmem = sizeof(Smem<T, kStagesOf<T, kCtas, kNT>, kToks>);
   static_assert(kSmem * kCtas <= 220 * 1024, "kCtas CTAs per SM");
   static const bool opted_in = [] {  // above 48 KB a kernel must opt in (once per instantiation)
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSmem)));
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas, kNT>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     static_cast<int>(cudaSharedmemCarveoutMaxShared)));
     return true;
   }();
@@ -295,23 +298,26 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
   const int64_t gy = (nt + kToks - 1) / kToks;
   if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
   const unsigned gx = grid_1d(n_out, kRows, kernel);
-  mmq_async_kernel<T, kCtas><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+  mmq_async_kernel<T, kCtas, kNT><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
   check_launch(kernel, s);
 }
 
-// TUNING (temporary): MINFER_MMQ_ASYNC_CTAS=1 runs the one-CTA-per-SM variant (no register cap,
-// twice the buffers) to measure it against two CTAs per SM.
-int ctas_per_sm() {
-  static const int n = static_cast<int>(env_int("MINFER_MMQ_ASYNC_CTAS", 1, 2, 2));
+// TUNING (temporary): MINFER_MMQ_ASYNC_VARIANT=0: two CTAs per SM (128 registers), 64 tokens;
+// 1: one CTA per SM, 64 tokens; 2: one CTA per SM, 128 tokens (32 x 64 warp tiles).
+int variant() {
+  static const int n = static_cast<int>(env_int("MINFER_MMQ_ASYNC_VARIANT", 0, 2, 2));
   return n;
 }
 
 template <WeightType T>
 void launch_any(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
                 cudaStream_t s, const char* kernel) {
-  if (ctas_per_sm() == 1) launch<T, 1>(w, n_out, n_in, x, nt, bias, y, s, kernel);
-  else launch<T, 2>(w, n_out, n_in, x, nt, bias, y, s, kernel);
+  switch (variant()) {
+    case 0: return launch<T, 2, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel);
+    case 1: return launch<T, 1, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel);
+    default: return launch<T, 1, 8>(w, n_out, n_in, x, nt, bias, y, s, kernel);
+  }
 }
 
 }  // namespace
