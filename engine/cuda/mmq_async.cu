@@ -156,28 +156,19 @@ __device__ __forceinline__ int nib_lo16(int v) {
 }
 __device__ __forceinline__ int nib_hi16(int v) { return static_cast<int>((static_cast<unsigned>(v) & 0xF0F0F0F0u) ^ 0x80808080u); }
 
-// D = A (16x32 s8) * B (32x8 s8) + C with C = kMagicBits in every element, from `c`: four
-// registers made once per thread by opaque moves, so ptxas keeps them as one live quad that
-// every IMMA reads (with one value passed four times it rebuilt the quad with 4 moves per mma).
-struct MagicQuad {
-  int r[4];
-  __device__ __forceinline__ MagicQuad() {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;" : "=r"(r[i]) : "n"(kMagicBits));
-  }
-};
-__device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, int b1, const MagicQuad& c) {
+// D = A (16x32 s8) * B (32x8 s8) + C, C = kMagicBits in every element.
+__device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, int b1) {
+  const int c = kMagicBits;
   asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c.r[0]), "r"(c.r[1]), "r"(c.r[2]),
-        "r"(c.r[3]));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c), "r"(c), "r"(c), "r"(c));
 }
 
 // One 32-block kb = 2p + kOdd of buffer `buf` (scales in `sb`) for this warp's 32 x 32 tile.
 template <WeightType T, int kOdd, int S, int kToks, int kNT>
 __device__ __forceinline__ void block_math(const Smem<T, S, kToks>& sm, int buf, int sb, int p, int wr, int wn, int g,
-                                           int q, const MagicQuad& magic, float (&acc)[2][kNT][4]) {
+                                           int q, float (&acc)[2][kNT][4]) {
   constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
   // The codes start 2 bytes into the block: word-aligned in odd blocks (18 and 34 are 2 mod 4).
   constexpr bool kAligned = (kOdd * kBB + 2) % 4 == 0;
@@ -210,7 +201,7 @@ __device__ __forceinline__ void block_math(const Smem<T, S, kToks>& sm, int buf,
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       int d[4];
-      mma_k32(d, a[i], b0, b1, magic);
+      mma_k32(d, a[i], b0, b1);
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const float2 s = sc[i][c / 2];
@@ -255,7 +246,6 @@ __global__ void __launch_bounds__(kThreads, kCtas)
 #pragma unroll
     for (int j = 0; j < kNT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-  const MagicQuad magic;
   for (int64_t i = 0; i < steps; ++i) {
     cp_async_wait<S - 3>();  // this thread's copies of step i+1 have landed
     __syncthreads();         // everyone's have; step i-1's reads are over; step i's scales visible
@@ -268,8 +258,8 @@ __global__ void __launch_bounds__(kThreads, kCtas)
     const int buf = static_cast<int>(i % S), sb = static_cast<int>(i % 2);
 #pragma unroll 1
     for (int p = 0; p < kStepBlocks / 2; ++p) {  // an even and an odd block (unrolling all 4 spills more)
-      block_math<T, 0>(sm, buf, sb, p, wr, wn, g, q, magic, acc);
-      block_math<T, 1>(sm, buf, sb, p, wr, wn, g, q, magic, acc);
+      block_math<T, 0>(sm, buf, sb, p, wr, wn, g, q, acc);
+      block_math<T, 1>(sm, buf, sb, p, wr, wn, g, q, acc);
     }
   }
   cp_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
