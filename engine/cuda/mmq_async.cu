@@ -1,5 +1,5 @@
-// MMQ, 128 weight rows x 64 tokens per CTA, for Q4_0 and Q8_0 (mmq_async.h). Why a second
-// kernel: in mmq.cu's 128-row tile, 8 loader warps unpack the 18/34-byte blocks through
+// MMQ for Q4_0 and Q8_0 (mmq_async.h): 128 weight rows x 128 tokens per CTA, one CTA of 8 warps
+// per SM. Why a second kernel: in mmq.cu's 128-row tile, 8 loader warps unpack the 18/34-byte blocks through
 // registers into int8 tiles; on the H200 they issued ~40 % of the kernel's instructions and the
 // math warps stalled at the stage barriers (ncu, docs/benchmarks.md, session 16). Here no warp
 // loads through registers:
@@ -27,7 +27,10 @@
 // Fragments (PTX ISA, mma.m16n8k32 s8; g = lane / 4, q = lane % 4): a0 = rows g, k 4q..4q+3;
 // a1 = rows g+8, same k; a2 / a3 = k 16+4q..; b0 / b1 = token g, k 4q.. / 16+4q..; c0, c1 = row g,
 // tokens 2q, 2q+1; c2, c3 = row g+8. Warp w computes rows 32 (w % 4).. (two m16 tiles) x tokens
-// 32 (w / 4).. (four n8 tiles), as mmq.cu's math_wide.
+// 64 (w / 4).. (eight n8 tiles): each A fragment (and its nibble unpacking and scales) serves 8
+// mma. Measured on the H200 (7B gate/up, Q4_0, 512 tokens, docs/benchmarks.md, session 17):
+// 32 x 32 warp tiles at two CTAs per SM (128 registers, spills) 507 us; one CTA per SM 414 us;
+// 32 x 64 warp tiles, one CTA per SM (180-210 registers, no spills) 346 us.
 // Shared-memory banks: a weight row is padded to 80 (Q4_0) / 144 (Q8_0) bytes, a token row is
 // 144: word (row g, int q) lands in bank 20g + q / 4g + q (mod 32), all 32 lanes apart. A code
 // word at an even block of a row starts 2 bytes into a word (18- and 34-byte blocks): two
@@ -37,14 +40,14 @@
 #include <bit>
 
 #include "core/error.h"
-#include "core/parse_number.h"
 #include "cuda/cuda_check.h"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
 namespace {
 
-constexpr int kRows = 128;
+constexpr int kRows = 128, kToks = 128;
+constexpr int kNT = 8;                           // n8 tiles per warp: 32 x 64 warp tiles
 constexpr int kStepBlocks = 4;                    // Q8_1 / weight blocks per K step
 constexpr int kStepElems = kStepBlocks * QK;      // 128
 constexpr int kThreads = 256;                     // 8 warps, all of them copy and compute
@@ -67,13 +70,11 @@ template <> struct Fmt<WeightType::Q8_0> {
   static constexpr float kScaleMul = 1.0f;
 };
 // Buffers: two CTAs per SM fit Q4_0 4 x 19.5 KB, Q8_0 3 x 27 KB; one CTA twice that.
-// kNT: n8 tiles per warp (4: 64 tokens per CTA, 8: 128).
-template <WeightType T, int kCtas, int kNT>
-constexpr int kStagesOf = kCtas == 2 ? (T == WeightType::Q4_0 ? 4 : 3)
-                                     : kNT == 4 ? (T == WeightType::Q4_0 ? 8 : 6) : (T == WeightType::Q4_0 ? 6 : 5);
+// Buffers of K steps in flight: Q4_0 6 x 28 KB, Q8_0 5 x 36 KB (one CTA per SM).
+template <WeightType T> constexpr int kStagesOf = T == WeightType::Q4_0 ? 6 : 5;
 template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
 
-template <WeightType T, int S, int kToks>
+template <WeightType T, int S>
 struct Smem {
   unsigned char w[S][kRows * Fmt<T>::kRowBytes];
   unsigned char x[S][kToks * kXRowBytes];
@@ -96,8 +97,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
 // n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
 // rows of a row: < 2^32 for any n_in below 30M) keep the per-thread addresses in few registers.
-template <WeightType T, int S, int kToks>
-__device__ __forceinline__ void issue_step(Smem<T, S, kToks>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
+template <WeightType T, int S>
+__device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
                                            int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,
                                            uint32_t step, int tid) {
   constexpr int kW = kWChunks<T>;
@@ -124,8 +125,8 @@ __device__ __forceinline__ void issue_step(Smem<T, S, kToks>& sm, int buf, const
 }
 
 // The f16 scales of buffer `buf` as floats into scale buffer `sb` (one K step).
-template <WeightType T, int S, int kToks>
-__device__ __forceinline__ void convert_scales(Smem<T, S, kToks>& sm, int buf, int sb, int tid) {
+template <WeightType T, int S>
+__device__ __forceinline__ void convert_scales(Smem<T, S>& sm, int buf, int sb, int tid) {
 #pragma unroll
   for (int c = tid; c < kRows * kStepBlocks; c += kThreads) {
     const int kb = c / kRows, r = c % kRows;
@@ -166,8 +167,8 @@ __device__ __forceinline__ void mma_k32(int (&d)[4], const int (&a)[4], int b0, 
 }
 
 // One 32-block kb = 2p + kOdd of buffer `buf` (scales in `sb`) for this warp's 32 x 32 tile.
-template <WeightType T, int kOdd, int S, int kToks, int kNT>
-__device__ __forceinline__ void block_math(const Smem<T, S, kToks>& sm, int buf, int sb, int p, int wr, int wn, int g,
+template <WeightType T, int kOdd, int S>
+__device__ __forceinline__ void block_math(const Smem<T, S>& sm, int buf, int sb, int p, int wr, int wn, int g,
                                            int q, float (&acc)[2][kNT][4]) {
   constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
   // The codes start 2 bytes into the block: word-aligned in odd blocks (18 and 34 are 2 mod 4).
@@ -212,13 +213,13 @@ __device__ __forceinline__ void block_math(const Smem<T, S, kToks>& sm, int buf,
   }
 }
 
-template <WeightType T, int kCtas, int kNT>
-__global__ void __launch_bounds__(kThreads, kCtas)
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads, 1)
     mmq_async_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const uint8_t* __restrict__ x,
                      int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int S = kStagesOf<T, kCtas, kNT>, kToks = 16 * kNT;
+  constexpr int S = kStagesOf<T>;
   extern __shared__ __align__(16) unsigned char mmq_async_smem[];
-  Smem<T, S, kToks>& sm = *reinterpret_cast<Smem<T, S, kToks>*>(mmq_async_smem);
+  Smem<T, S>& sm = *reinterpret_cast<Smem<T, S>*>(mmq_async_smem);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4, wr = warp % 4, wn = warp / 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
@@ -281,16 +282,15 @@ __global__ void __launch_bounds__(kThreads, kCtas)
     }
 }
 
-template <WeightType T, int kCtas, int kNT>
+template <WeightType T>
 void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
             cudaStream_t s, const char* kernel) {
-  constexpr int kToks = 16 * kNT;
-  constexpr size_t kSmem = sizeof(Smem<T, kStagesOf<T, kCtas, kNT>, kToks>);
-  static_assert(kSmem * kCtas <= 220 * 1024, "kCtas CTAs per SM");
+  constexpr size_t kSmem = sizeof(Smem<T, kStagesOf<T>>);
+  static_assert(kSmem <= 220 * 1024, "one CTA per SM");
   static const bool opted_in = [] {  // above 48 KB a kernel must opt in (once per instantiation)
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSmem)));
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T, kCtas, kNT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    CUDA_CHECK(cudaFuncSetAttribute(mmq_async_kernel<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     static_cast<int>(cudaSharedmemCarveoutMaxShared)));
     return true;
   }();
@@ -298,26 +298,9 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
   const int64_t gy = (nt + kToks - 1) / kToks;
   if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
   const unsigned gx = grid_1d(n_out, kRows, kernel);
-  mmq_async_kernel<T, kCtas, kNT><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+  mmq_async_kernel<T><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
   check_launch(kernel, s);
-}
-
-// TUNING (temporary): MINFER_MMQ_ASYNC_VARIANT=0: two CTAs per SM (128 registers), 64 tokens;
-// 1: one CTA per SM, 64 tokens; 2: one CTA per SM, 128 tokens (32 x 64 warp tiles).
-int variant() {
-  static const int n = static_cast<int>(env_int("MINFER_MMQ_ASYNC_VARIANT", 0, 2, 2));
-  return n;
-}
-
-template <WeightType T>
-void launch_any(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
-                cudaStream_t s, const char* kernel) {
-  switch (variant()) {
-    case 0: return launch<T, 2, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel);
-    case 1: return launch<T, 1, 4>(w, n_out, n_in, x, nt, bias, y, s, kernel);
-    default: return launch<T, 1, 8>(w, n_out, n_in, x, nt, bias, y, s, kernel);
-  }
 }
 
 }  // namespace
@@ -331,8 +314,8 @@ bool mmq_async_applies(WeightType t, int64_t n_in, const void* w, const void* x_
 void mmq_async(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,
                const float* bias, float* y, cudaStream_t s) {
   if (!mmq_async_applies(t, n_in, w, x_q8_1)) fail("mmq_async: ", name(t), " x ", n_in, " does not apply");
-  if (t == WeightType::Q4_0) launch_any<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q4_0>");
-  else launch_any<WeightType::Q8_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q8_0>");
+  if (t == WeightType::Q4_0) launch<WeightType::Q4_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q4_0>");
+  else launch<WeightType::Q8_0>(w, n_out, n_in, x_q8_1, nt, bias, y, s, "mmq_async_kernel<Q8_0>");
 }
 
 }  // namespace minfer::cuda
