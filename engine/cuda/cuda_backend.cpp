@@ -482,10 +482,12 @@ void CudaBackend::reserve_context(int64_t n_ctx) {
   for (auto& sl : d.slots) sl.plan = nullptr;
 }
 
-// Node outputs nobody reads after the step: a prefill that no observer records. Such a step may
-// use a shared arena.
+// Node outputs nobody reads after the step: a prefill with no observer, or whose observer reads
+// no nodes and no summaries of it (minfer-bench's kernel probe, a trace whose steps leave the
+// prefill out). Such a step may use a shared arena: one buffer per node of a 4096-token 7B
+// prefill is 41.7 GB (docs/benchmarks.md, session 17), the arena a few.
 bool CudaBackend::Impl::outputs_private(const Graph& g) const {
-  return g.phase == Phase::Prefill && rec_observer == nullptr;
+  return g.phase == Phase::Prefill && (rec_observer == nullptr || (!rec.nodes && !rec.summaries));
 }
 
 StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {

@@ -312,6 +312,42 @@ TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {
 // run as fused groups (the arena's lifetimes follow the groups' launches), and both prefill paths,
 // for qwen3-tiny (its one-token prefill fuses the QK-norm into the rope + KV-store launch) and
 // llama-tiny too.
+// An observer that reads no nodes of the prefill (minfer-bench's kernel probe asks only for one
+// decode step's kernel records) leaves the prefill's outputs private: the shared arena, as with
+// no observer (before: one buffer per node, 41.7 GB for a 4096-token 7B prefill).
+TEST(CudaBackend, APrefillWhoseNodesNobodyReadsUsesTheArena) {
+  MINFER_REQUIRE_GPU();
+  struct NoNodes final : Observer {
+    StepRecording recording(const StepInfo&) const override {
+      StepRecording r;
+      r.nodes = false;
+      return r;
+    }
+    void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  } no_nodes;
+  auto path = minfer::testing::generated_model(model_tag("tiny", "q4_0"), "tiny", GenWeights::Q4_0);
+  MINFER_REQUIRE_MODEL(path);
+  const TinyModel t = load_tiny(path);
+  auto activations = [](const Backend& b) {
+    for (const auto& [what, bytes] : b.memory())
+      if (what == "activations") return bytes;
+    return int64_t{-1};
+  };
+  CudaBackend plain(*t.m, MatmulPath::MMQ), probed(*t.m, MatmulPath::MMQ);
+  plain.reserve_context(static_cast<int64_t>(kPrompt.size()));
+  probed.reserve_context(static_cast<int64_t>(kPrompt.size()));
+  Executor ex_plain(plain), ex_probed(probed);
+  ex_probed.set_observer(&no_nodes);
+  ex_plain.run(t.pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+  ex_probed.run(t.pre, StepInfo{Phase::Prefill, 0, 0, kPrompt});
+  EXPECT_EQ(probed.output(t.pre.node(t.pre.find("blk.0.ffn_gate"))), nullptr) << "the arena, not a buffer per node";
+  EXPECT_EQ(activations(probed), activations(plain));
+  std::vector<float> a, b;
+  plain.read_logits(t.pre, a);
+  probed.read_logits(t.pre, b);
+  EXPECT_EQ(a, b);
+}
+
 TEST(CudaBackend, SharedArenaPrefillEqualsRecorded) {
   MINFER_REQUIRE_GPU();
   struct ArenaCase {
