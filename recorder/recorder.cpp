@@ -395,15 +395,6 @@ void Recorder::on_node_view(const Node& n, const NodeView& v) {
   if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, v);
 }
 
-void Recorder::on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
-  (void)s;
-  StepLogits l;
-  l.logits = logits;
-  l.n_vocab = n_vocab;
-  l.chosen = chosen;
-  if (impl_) impl_->on_logits(l);
-}
-
 void Recorder::on_step_logits(const StepInfo& s, const StepLogits& l) {
   (void)s;
   if (impl_) impl_->on_logits(l);

@@ -70,6 +70,7 @@ class LiveObserver final : public Observer {
     step_ = s.step;
   }
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
+  // Observer requires it; the executor calls on_node_view.
   void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
   // The recorder gets the whole view (outliers' activation scales, paired comparisons).
   void on_node_view(const Node& n, const NodeView& v) override {
@@ -91,13 +92,6 @@ class LiveObserver final : public Observer {
       ev["no_output"] = true;
     }
     push(*run_.log, "node", ev);
-  }
-  void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
-    StepLogits l;
-    l.logits = logits;
-    l.n_vocab = n_vocab;
-    l.chosen = chosen;
-    on_step_logits(s, l);
   }
   // The recorder gets what the sampler drew from (logits.sampled).
   void on_step_logits(const StepInfo& s, const StepLogits& l) override {
