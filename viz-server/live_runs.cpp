@@ -13,16 +13,14 @@
 #include <thread>
 
 #include "cli/backend_choice.h"
+#include "cli/run_meta.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "event_log.h"
 #include "exec/generate.h"
-#include "gguf/gguf_reader.h"
 #include "graph_json.h"
 #include "http_util.h"
 #include "model/model.h"
 #include "recorder.h"
-#include "sha256.h"
 #include "step_journal.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
@@ -237,7 +235,16 @@ class LiveRuns {
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
     run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
-    json meta = run_meta(model, lm, *be, prompt, so, max_tokens);
+    trace::RecorderOptions opts;  // the recorder's defaults
+    opts.path = (out_dir_ / run->trace_name).string();
+    // The meta every recording program writes (cli/run_meta.h), marked as a live run's.
+    // Its observer asks the backend for nothing (LiveObserver has no recording()): the meta says
+    // where its summaries came from and that it holds no kernel records.
+    RunSettings settings{paths_.at(model), so, max_tokens, opts.kernel_steps};
+    settings.backend_records = false;
+    json meta = run_meta(*lm.model, *be, settings,
+                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
+    meta["live_run"] = true;
     push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
@@ -245,7 +252,9 @@ class LiveRuns {
     GenerateOptions g;
     g.n_predict = max_tokens;
     g.sampler = so;
-    thread_ = std::thread([this, run, &lm, ids, g, meta, be = std::move(be)]() mutable { execute(*run, lm, *be, ids, g, meta); });
+    thread_ = std::thread([this, run, &lm, ids, g, opts, meta, be = std::move(be)]() mutable {
+      execute(*run, lm, *be, ids, g, opts, meta);
+    });
     return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
   }
 
@@ -299,30 +308,9 @@ class LiveRuns {
     return loaded_[name] = std::move(lm);
   }
 
-  json run_meta(const std::string& model, LoadedModel& lm, const Backend& b, const std::string& prompt,
-                const SamplerOptions& so, int max_tokens) {
-    const HParams& h = lm.model->hp;
-    json types = json::object();
-    for (auto& [cls, t] : lm.model->weight_type_summary()) types[cls] = t;
-    std::string name;
-    if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
-    return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model))}, {"size_bytes", lm.model->file->file_size()},
-                       {"architecture", architecture_name(h.arch)}, {"name", name},
-                       {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
-                                    {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
-                                    {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},
-                       {"weight_types", types}}},
-            {"backend", b.name()}, {"device", b.device()}, {"matmul_path", b.matmul_path_label()},
-            {"cuda_graph", false}, {"threads", ThreadPool::global().size()}, {"prompt", prompt},
-            {"sampler", {{"temperature", so.temperature}, {"top_k", so.top_k}, {"top_p", so.top_p},
-                         {"repeat_penalty", so.repeat_penalty}, {"seed", so.seed}, {"n_predict", max_tokens}}},
-            {"live_run", true}};
-  }
-
-  void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g, const json& meta) {
+  void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g,
+               const trace::RecorderOptions& opts, const json& meta) {
     const Tokenizer& tok = *lm.tok;
-    trace::RecorderOptions opts;
-    opts.path = (out_dir_ / run.trace_name).string();
     bool cancelled = false;
     GenerateResult r;
     // The last event ("done" or "error"); it goes out once the run is over (see below).
