@@ -47,13 +47,6 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-const char* no_output_reason(const Node& n) {
-  if (!n.executed()) return kNoOutputReasons[0];                  // fused
-  if (n.op == Op::KvStore) return kNoOutputReasons[1];            // kv_store
-  if (n.op == Op::Input) return kNoOutputReasons[2];  // input: token ids / positions, shown as the step's tokens
-  return kNoOutputReasons[3];                                     // no_buffer
-}
-
 LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
   LogitsData d;
   d.logits.assign(x, x + n);

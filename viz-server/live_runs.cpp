@@ -19,9 +19,11 @@
 #include "exec/generate.h"
 #include "graph_json.h"
 #include "http_util.h"
+#include "json_out.h"
 #include "model/model.h"
 #include "recorder.h"
 #include "step_journal.h"
+#include "step_json.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
 
@@ -49,7 +51,8 @@ struct Run {
 };
 
 // Tees the engine's observer calls to the recorder and to the event log. Per-node summaries
-// for the page (stats only) are computed only while a page listens.
+// for the page (stats only) are computed only while a page listens; what the page gets is spelled
+// by the trace's own formatter and logits summary, so the stream says what the file says.
 class LiveObserver final : public Observer {
  public:
   LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
@@ -62,7 +65,7 @@ class LiveObserver final : public Observer {
     if (run_.cancel) throw Cancelled{};
     rec_->on_step_begin(g, s);
     json toks = json::array();
-    for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", tok_.token_bytes(id)}});
+    for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", text(id)}});
     push(*run_.log, "step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
                             {"graph", s.phase == Phase::Prefill ? "prefill" : "decode"}, {"pos", s.pos0}, {"tokens", toks}});
     step_ = s.step;
@@ -70,50 +73,34 @@ class LiveObserver final : public Observer {
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
   // Observer requires it; the executor calls on_node_view.
   void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
-  // The recorder gets the whole view (outliers' activation scales, paired comparisons).
+  // The recorder gets the whole view (outliers' activation scales, paired comparisons). The page
+  // gets the node's record as the trace file writes it (trace::StepFormatter::node_record),
+  // statistics only, with its step.
   void on_node_view(const Node& n, const NodeView& v) override {
     if (rec_->wants(n)) rec_->on_node_view(n, v);
-    const NodeOutput* out = v.out;
-    const NodeTime& t = v.time;
     if (run_.listeners == 0) return;
-    json ev = {{"step", step_}, {"id", n.id}};
-    if (t.measured()) ev["time_us"] = t.seconds * 1e6;
-    if (out) {
-      SummarySpec spec;
-      spec.grid_rows = 0;
-      spec.hist_bins = 0;
-      const TensorStats st = out->summarize(spec).stats;
-      auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-      ev["stats"] = {{"min", num(st.min)}, {"max", num(st.max)}, {"mean", num(st.mean)}, {"absmean", num(st.absmean)},
-                     {"std", num(st.std)}, {"count", st.count}, {"nan", st.nan}, {"inf", st.inf}};
-    } else {
-      ev["no_output"] = true;
-    }
-    push(*run_.log, "node", ev);
+    trace::NodeData d;
+    d.id = n.id;
+    d.rows = n.rows();
+    d.cols = n.cols();
+    d.time = v.time;
+    if (v.out == nullptr || !n.executed() || !n.has_output) d.no_output = trace::no_output_reason(n);
+    else d.summary = v.out->summarize(records_.format().spec);
+    std::string ev = "{\"step\":" + std::to_string(step_) + ",";
+    ev += records_.node_record(d).substr(1);
+    run_.log->push("node", ev);
   }
-  // The recorder gets what the sampler drew from (logits.sampled).
+  // The recorder gets what the sampler drew from (logits.sampled). The page gets the chosen token
+  // and the first entries of the trace's top-k: the one softmax/top-k rule (summarize_logits),
+  // numbers at the trace's precision, texts as the trace writes them.
   void on_step_logits(const StepInfo& s, const StepLogits& l) override {
     rec_->on_step_logits(s, l);
-    const float* logits = l.logits;
-    const int64_t n_vocab = l.n_vocab;
-    const int32_t chosen = l.chosen;
-    // Softmax probabilities of the top 5 and of the chosen token.
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
-    double z = 0;
-    for (int64_t i = 0; i < n_vocab; ++i) z += std::exp(static_cast<double>(logits[i] - mx));
-    std::vector<int32_t> top;
-    for (int k = 0; k < 5; ++k) {
-      int32_t best = -1;
-      for (int64_t i = 0; i < n_vocab; ++i)
-        if ((best < 0 || logits[i] > logits[best]) && std::find(top.begin(), top.end(), i) == top.end()) best = static_cast<int32_t>(i);
-      if (best >= 0) top.push_back(best);
-    }
+    const LogitsSummary ls = l.summary ? *l.summary : summarize_logits(l.logits, l.n_vocab, l.chosen, kTokenEventTop);
     json tj = json::array();
-    for (int32_t id : top)
-      tj.push_back({{"id", id}, {"text", tok_.token_bytes(id)}, {"p", std::exp(static_cast<double>(logits[id] - mx)) / z}});
-    push(*run_.log, "token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
-                             {"p", std::exp(static_cast<double>(logits[chosen] - mx)) / z}, {"top", tj}});
+    for (size_t i = 0; i < ls.top.size() && i < static_cast<size_t>(kTokenEventTop); ++i)
+      tj.push_back({{"id", ls.top[i].id}, {"text", text(ls.top[i].id)}, {"p", trace::round6(ls.top[i].p)}});
+    push(*run_.log, "token", {{"step", s.step}, {"id", l.chosen}, {"text", text(l.chosen)},
+                             {"p", trace::round6(ls.chosen_rank >= 0 ? ls.chosen_p : 0.0)}, {"top", tj}});
   }
   void on_step_end(const StepInfo& s, double seconds) override {
     rec_->on_step_end(s, seconds);
@@ -125,9 +112,20 @@ class LiveObserver final : public Observer {
   std::vector<double> step_seconds;
 
  private:
+  static constexpr int kTokenEventTop = 5;  // top entries per token event
+  static trace::StepFormat stats_only() {
+    trace::StepFormat f;
+    f.spec.grid_rows = 0;
+    f.spec.hist_bins = 0;
+    return f;
+  }
+  // A token's text as the trace writes it (invalid UTF-8 replaced, recorder/json_out.h).
+  std::string text(int32_t id) const { return id >= 0 ? trace::sanitize_utf8(tok_.token_bytes(id)) : std::string(); }
+
   Observer* rec_;
   Run& run_;
   const Tokenizer& tok_;
+  trace::StepFormatter records_{stats_only(), nullptr};  // node events: the trace's records, statistics only
   int step_ = 0;
 };
 

@@ -1,8 +1,10 @@
 // A live run (minfer-viz --model) and the CLI (`minfer --trace`) write one trace contract: for the
-// same model and options their traces carry the same `meta` (issue 28, item 1: the two used to
-// build it apart, and the live one lacked fields).
+// same model and options their traces carry the same `meta`, and what a live run streams to the
+// page is what its trace file holds (issue 28, item 1: each was built twice, and the copies had
+// drifted).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "cli/run_cli.h"
@@ -93,6 +95,67 @@ TEST_F(VizLiveContract, LiveRunAndCliWriteTheSameMeta) {
   EXPECT_EQ(only_live, std::set<std::string>{}) << "meta keys only the live run writes";
   EXPECT_EQ(only_cli, std::set<std::string>{}) << "meta keys the live run lacks";
   EXPECT_EQ(a, b) << "live: " << a.dump(1) << "\ncli: " << b.dump(1);
+}
+
+// The stream's events of one type, parsed ("event: T\ndata: {...}\n\n").
+std::vector<json> events_of(const std::string& stream, const std::string& type) {
+  std::vector<json> out;
+  const std::string head = "event: " + type + "\ndata: ";
+  for (size_t at = stream.find(head); at != std::string::npos; at = stream.find(head, at + 1)) {
+    const size_t b = at + head.size();
+    out.push_back(json::parse(stream.substr(b, stream.find('\n', b) - b)));
+  }
+  return out;
+}
+
+// Every node event is the trace's node record (step_json.h), statistics only, with its step.
+TEST_F(VizLiveContract, NodeEventsAreTheTraceFilesNodeRecords) {
+  std::string stream;
+  const json t = live_trace(&stream);
+  ASSERT_TRUE(t.is_object());
+  std::map<std::pair<int, int>, json> events;
+  for (const json& e : events_of(stream, "node")) events[{e["step"].get<int>(), e["id"].get<int>()}] = e;
+  int compared = 0, with_stats = 0;
+  for (const json& step : t["steps"])
+    for (const json& rec : step["nodes"]) {
+      const auto key = std::make_pair(step["index"].get<int>(), rec["id"].get<int>());
+      const auto it = events.find(key);
+      if (it == events.end()) {
+        // The executor does not report fused-away nodes; the recorder marks them itself.
+        EXPECT_EQ(rec.value("no_output", ""), "fused") << "no event for step " << key.first << " node " << key.second;
+        continue;
+      }
+      for (auto f = it->second.begin(); f != it->second.end(); ++f)
+        if (f.key() != "step")
+          EXPECT_EQ(f.value(), rec[f.key()]) << "step " << key.first << " node " << key.second << " field " << f.key();
+      EXPECT_EQ(it->second.contains("stats"), rec.contains("stats")) << "step " << key.first << " node " << key.second;
+      with_stats += rec.contains("stats");
+      ++compared;
+    }
+  EXPECT_GT(with_stats, 10);
+  EXPECT_EQ(compared, static_cast<int>(events.size())) << "node events the trace has no record for";
+}
+
+// Every token event is the trace's logits of the step: the chosen token, its probability and the
+// first entries of the top-k, as the one softmax/top-k rule (exec/logits_summary.h) gives them.
+TEST_F(VizLiveContract, TokenEventsAreTheTraceFilesLogits) {
+  std::string stream;
+  const json t = live_trace(&stream);
+  ASSERT_TRUE(t.is_object());
+  const auto tokens = events_of(stream, "token");
+  ASSERT_EQ(tokens.size(), t["steps"].size());
+  for (const json& e : tokens) {
+    const json& lg = t["steps"][e["step"].get<size_t>()]["logits"];
+    EXPECT_EQ(e["id"], lg["chosen"]);
+    EXPECT_EQ(e["text"], lg["chosen_text"]);
+    EXPECT_EQ(e["p"], lg["chosen_p"]) << "step " << e["step"];
+    ASSERT_EQ(e["top"].size(), 5u);
+    for (size_t i = 0; i < e["top"].size(); ++i) {
+      EXPECT_EQ(e["top"][i]["id"], lg["top"][i]["id"]) << "step " << e["step"] << " entry " << i;
+      EXPECT_EQ(e["top"][i]["text"], lg["top"][i]["text"]) << "step " << e["step"] << " entry " << i;
+      EXPECT_EQ(e["top"][i]["p"], lg["top"][i]["p"]) << "step " << e["step"] << " entry " << i;
+    }
+  }
 }
 
 }  // namespace
