@@ -47,13 +47,6 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-const char* no_output_reason(const Node& n) {
-  if (!n.executed()) return kNoOutputReasons[0];                  // fused
-  if (n.op == Op::KvStore) return kNoOutputReasons[1];            // kv_store
-  if (n.op == Op::Input) return kNoOutputReasons[2];  // input: token ids / positions, shown as the step's tokens
-  return kNoOutputReasons[3];                                     // no_buffer
-}
-
 LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
   LogitsData d;
   d.logits.assign(x, x + n);
@@ -393,15 +386,6 @@ void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) 
 
 void Recorder::on_node_view(const Node& n, const NodeView& v) {
   if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, v);
-}
-
-void Recorder::on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
-  (void)s;
-  StepLogits l;
-  l.logits = logits;
-  l.n_vocab = n_vocab;
-  l.chosen = chosen;
-  if (impl_) impl_->on_logits(l);
 }
 
 void Recorder::on_step_logits(const StepInfo& s, const StepLogits& l) {
