@@ -6,17 +6,16 @@ import { defaultReference, type Comparison } from './model/compare';
 import { isPaired, pairedComparison, referenceTrace } from './model/paired';
 import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
-import { metricDomain, metricInfo, metricValue, type MetricId } from './model/metrics';
-import { fusedLabel, traceHasKernels } from './model/gpu-time';
+import type { MetricId } from './model/metrics';
+import { traceHasKernels } from './model/gpu-time';
 import { findNodeByKey, nodeKey } from './model/graph-index';
-import { roofsNote, traceRoofs } from './model/device-roofs';
 import type { Trace, TraceGraph } from './model/types';
 import { clear, el } from './ui/dom';
-import { fmtMs, fmtNum, fmtUs } from './ui/format';
+import { fmtMs } from './ui/format';
 import { ComparePanel } from './views/compare-panel';
-import { GraphView, type NodeStyle } from './views/graph-view';
+import { GraphView } from './views/graph-view';
 import { Inspector } from './views/inspector';
-import { nodeColorScale } from './views/node-colors';
+import { NodeColouring } from './views/node-styles';
 import { TimingsPanel } from './views/timings-panel';
 import { RooflinePanel } from './views/roofline-panel';
 import { header } from './views/header';
@@ -47,7 +46,7 @@ export class App {
   private speed = 2;
   private playMode: 'steps' | 'nodes' = 'steps';
   private tab: Tab = 'tokens';
-  private domains = new Map<MetricId, [number, number]>();
+  private colouring = new NodeColouring();
   lastStepMs = 0;
   private allLoaded = true;
   lastStepParts: Record<string, number> = {};
@@ -151,7 +150,7 @@ export class App {
         this.tokens.setTrace(trace);
         if (this.step === trace.steps.length - 1) this.refreshTab();
       } else if (newTokens) schedule();
-      if (now - lastDomains > 300) { this.domains.clear(); lastDomains = now; }
+      if (now - lastDomains > 300) { this.colouring.clear(); lastDomains = now; }
       if (lastNode >= 0) this.graphView.mark(trace.complete ? [] : [lastNode]);
       this.restyle();
       banner.progress(progress);
@@ -228,7 +227,7 @@ export class App {
     }).then(() => {
       if (this.trace !== trace) return;
       this.allLoaded = true;
-      this.domains.clear();       // colour ranges are over all steps: now they are all here
+      this.colouring.clear();       // colour ranges are over all steps: now they are all here
       this.restyle();
       this.tokens.setTrace(trace);
       this.refreshTab();
@@ -251,7 +250,7 @@ export class App {
     if (!a || !b || !this.trace || !this.traceB) return;
     const cmp = await fetchComparison(a, b, ref === 'b');
     this.cmp = cmp;
-    this.domains.clear();
+    this.colouring.clear();
     this.compare.setComparison(this.trace, this.traceB, cmp);
     this.restyle();
     this.refreshTab();
@@ -308,7 +307,7 @@ export class App {
   private show(trace: Trace, traceB: Trace | null, cmp: Comparison | null, banner: HTMLElement | null = null): void {
     this.player.stop();
     this.trace = trace; this.traceB = traceB; this.cmp = cmp;
-    this.domains.clear();
+    this.colouring.clear();
     this.backStack = [];
     this.node = null;
     this.timings.selectNode(null);
@@ -392,33 +391,12 @@ export class App {
 
   private restyle(): void {
     const t = this.trace!;
-    const step = t.steps[this.step];
-    const info = metricInfo(this.metric);
-    if (!this.domains.has(this.metric)) this.domains.set(this.metric, metricDomain(this.metric, t, this.cmp));
-    const scale = nodeColorScale(info, this.domains.get(this.metric)!, this.cmp?.threshold.value ?? null,
-      this.metric === 'roof' ? roofsNote(traceRoofs(t.meta), t.meta.device)
-        : this.cmp ? (this.cmp.metricsSource === 'full' ? 'full tensor' : 'from sampled grid') : null);
-    const styles = new Map<number, NodeStyle>();
-    const g = this.graphOf(this.step);
-    for (const n of g.nodes) {
-      const rec = step?.records.get(n.id);
-      if (n.dtype === 'i32') {   // token ids and positions are not activations: no colour
-        styles.set(n.id, { fill: null, text: /^pos/.test(n.name) ? 'positions' : 'token ids', noOutput: false });   // upstream: "pos"
-        continue;
-      }
-      const v = step ? metricValue(this.metric, step, n.id, this.cmp, t) : null;
-      styles.set(n.id, {
-        fill: v === null || Number.isNaN(v) ? null : scale.fill(v),
-        text: v === null ? (rec?.noOutput ? `(${rec.noOutput})` : this.metric === 'gpu' && step ? fusedLabel(step, n.id, g.nodes) : '') : valueText(this.metric, v),
-        noOutput: !!rec?.noOutput,
-      });
-    }
+    const { styles, legendKey, legend } = this.colouring.paint(t, this.step, this.graphOf(this.step), this.metric, this.cmp);
     if (this.view === 'ops') this.graphView.restyle(styles);
-    else this.pipeline.update(step, styles);
-    const legendKey = `${this.metric}|${this.domains.get(this.metric)!.join(',')}`;
+    else this.pipeline.update(t.steps[this.step], styles);
     if (this.graphView.legendHost.dataset.key !== legendKey) {
       clear(this.graphView.legendHost);
-      this.graphView.legendHost.append(scale.legend());
+      this.graphView.legendHost.append(legend());
       this.graphView.legendHost.dataset.key = legendKey;
     }
   }
@@ -682,14 +660,4 @@ export class App {
       nodeText: (id: number) => this.graphView.nodeText(id),
     };
   }
-}
-
-function valueText(m: MetricId, v: number): string {
-  if (m === 'time' || m === 'gpu') return fmtUs(v);
-  if (m === 'roof') return `${(100 * v).toFixed(v < 0.1 ? 1 : 0)} % of roof`;
-  if (m === 'error' || m === 'local') return v >= 200 || !Number.isFinite(v) ? 'identical' : `${v.toFixed(1)} dB`;
-  if (m === 'cosine') return `cos ${v.toFixed(5)}`;
-  if (m === 'relerr') return `rel ${fmtNum(v, 2)}`;
-  if (m === 'nonfinite') return v > 0 ? `${v} NaN/Inf` : 'finite';
-  return `${m === 'absmax' ? 'max|x|' : 'mean|x|'} ${fmtNum(v, 3)}`;
 }
