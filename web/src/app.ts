@@ -1,15 +1,15 @@
-// The application: loads traces (server list, local file, drag and drop, deep links), owns the
-// state (step, node, metric, filters, playback) and tells the views what changed.
+// The application: loads traces (server list, local file, drag and drop, deep links) and tells
+// the views what changed. What is shown (trace, step, node, metric, view, …) lives in a store
+// (state/selection.ts); the views here redraw when it changes (onChange).
 import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces, listedVersion } from './io/api';
 import { readLocalFile } from './io/read-file';
-import { defaultReference, type Comparison } from './model/compare';
+import { defaultReference } from './model/compare';
 import { isPaired, pairedComparison, referenceTrace } from './model/paired';
 import { TraceError } from './model/errors';
 import { parseTraceText } from './model/parse';
-import type { MetricId } from './model/metrics';
 import { traceHasKernels } from './model/gpu-time';
-import { findNodeByKey, nodeKey } from './model/graph-index';
-import type { Trace, TraceGraph } from './model/types';
+import { findNodeByKey } from './model/graph-index';
+import type { Trace } from './model/types';
 import { clear, el } from './ui/dom';
 import { fmtMs } from './ui/format';
 import { ComparePanel } from './views/compare-panel';
@@ -23,48 +23,38 @@ import { toolbar } from './views/toolbar';
 import { Player } from './playback';
 import { TokensPanel } from './views/tokens-panel';
 import { PipelineView, stageDetails } from './views/pipeline-view';
-import type { Stage } from './model/pipeline';
 import { traceListView } from './views/trace-list';
 import { bottomSplitter } from './ui/splitter';
-import { readUrl, writeUrl, type UrlState } from './url-state';
+import { readUrl, type UrlState } from './url-state';
 import { cancelRun, liveModels, runEvents, startRun, vocabTexts, type RunRequest } from './io/live';
 import { applyVocabulary, idsWithoutText } from './model/parse-v1';
 import { applyGraph, applyNode, applyStep, applyStepEnd, applyToken, liveTrace, type LiveStart } from './model/live-trace';
 import { LiveBanner } from './views/live-banner';
 import { runPanel } from './views/run-panel';
+import { firstDivergence, graphOf, openingSelection, selectionStore, type Loaded, type Selection, type Tab } from './state/selection';
+import { back, moveNode, redrawStep, selectNode, setStep } from './state/navigation';
+import { syncUrl } from './page/url-sync';
 
-type Tab = 'tokens' | 'timings' | 'kernels' | 'roofline' | 'compare';
+const NO_SOURCE = { trace: null, a: null, b: null };
 
 export class App {
-  private trace: Trace | null = null;
-  private traceB: Trace | null = null;
-  private cmp: Comparison | null = null;
-  private step = 0;
-  private node: number | null = null;
-  private metric: MetricId = 'absmax';
-  private backStack: number[] = [];
-  private speed = 2;
-  private playMode: 'steps' | 'nodes' = 'steps';
-  private tab: Tab = 'tokens';
+  private store = selectionStore();
   private colouring = new NodeColouring();
   lastStepMs = 0;
   private allLoaded = true;
   lastStepParts: Record<string, number> = {};
 
   private player = new Player((on) => this.updatePlayButton(on));
-  private graphView = new GraphView((id) => this.selectNode(id));
-  private inspector = new Inspector((id) => this.selectNode(id), () => this.back());
-  private tokens = new TokensPanel((i) => this.setStep(i));
-  private tokensB = new TokensPanel((i) => this.setStep(i));
-  private timings = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
-  private timingsB = new TimingsPanel((id) => { this.selectNode(id); this.graphView.centerOn(id); }, (i) => this.setStep(i));
-  private roofline = new RooflinePanel((id) => { this.selectNode(id); this.graphView.centerOn(id); });
-  private source: { trace: string | null; a: string | null; b: string | null } = { trace: null, a: null, b: null };
+  private graphView = new GraphView((id) => selectNode(this.store, id));
+  private inspector = new Inspector((id) => selectNode(this.store, id), () => this.back());
+  private tokens = new TokensPanel((i) => setStep(this.store, i));
+  private tokensB = new TokensPanel((i) => setStep(this.store, i));
+  private timings = new TimingsPanel((id) => this.goToNode(id), (i) => setStep(this.store, i));
+  private timingsB = new TimingsPanel((id) => this.goToNode(id), (i) => setStep(this.store, i));
+  private roofline = new RooflinePanel((id) => this.goToNode(id));
   private initial: UrlState | null = null;
-  private view: 'ops' | 'pipeline' = 'ops';
-  private stage: Stage | null = null;
-  private pipeline = new PipelineView((s) => this.selectStage(s));
-  private compare = new ComparePanel((s, n) => { this.setStep(s); if (n >= 0) { this.selectNode(n); this.graphView.centerOn(n); } },
+  private pipeline = new PipelineView((s) => this.store.set({ stage: s }, { force: true }));
+  private compare = new ComparePanel((s, n) => { setStep(this.store, s); if (n >= 0) this.goToNode(n); },
     (ref) => { void this.setReference(ref).catch((e) => this.showError((e as Error).message)); });
   private fileInput = el('input', { type: 'file', accept: '.json,.gz,application/json,application/gzip', style: 'display:none' });
 
@@ -73,6 +63,12 @@ export class App {
     document.body.append(this.fileInput);
     this.installDrop();
     document.addEventListener('keydown', (e) => this.onKey(e));
+    this.store.subscribe(null, (s, changed) => this.onChange(s, changed));
+    syncUrl(this.store);
+  }
+
+  private get s(): Readonly<Selection> {
+    return this.store.get();
   }
 
   async start(): Promise<void> {
@@ -109,7 +105,6 @@ export class App {
   // ----- live runs -----------------------------------------------------------------------
 
   private live: { close: () => void } | null = null;
-  private follow = true;   // a live run: show each new step as it starts
 
   private closeLive(): void {
     this.live?.close();
@@ -135,7 +130,7 @@ export class App {
     const banner = new LiveBanner(() => { void cancelRun(); });
     const flush = () => {
       queued = false;
-      if (!trace || !shown || this.trace !== trace) return;
+      if (!trace || !shown || this.s.trace !== trace) return;
       const now = performance.now();
       if (newSteps) {
         newSteps = false;
@@ -144,11 +139,11 @@ export class App {
       }
       // Following the run shows the newest finished step: a step's nodes are reported after it
       // ran, so the running step would be blank (or half lit, on a fast model).
-      if (this.follow && shownStep >= 0 && shownStep !== this.step) this.setStep(shownStep, true);
+      if (this.s.follow && shownStep >= 0 && shownStep !== this.s.step) redrawStep(this.store, shownStep);
       if (newTokens && now - lastTokens > 250) {
         newTokens = false; lastTokens = now;
         this.tokens.setTrace(trace);
-        if (this.step === trace.steps.length - 1) this.refreshTab();
+        if (this.s.step === trace.steps.length - 1) this.refreshTab();
       } else if (newTokens) schedule();
       if (now - lastDomains > 300) { this.colouring.clear(); lastDomains = now; }
       if (lastNode >= 0) this.graphView.mark(trace.complete ? [] : [lastNode]);
@@ -159,11 +154,11 @@ export class App {
     const close = runEvents(id, (type, d) => {
       if (type === 'start') { trace = liveTrace(d as unknown as LiveStart); saved = String(d.trace); document.body.dataset.live = 'running'; return; }
       if (!trace) return;
-      if (shown && this.trace !== trace) return;   // the user opened something else
+      if (shown && this.s.trace !== trace) return;   // the user opened something else
       switch (type) {
         case 'graph':
           applyGraph(trace, d);
-          if (!shown) { shown = true; this.follow = true; this.source = { trace: null, a: null, b: null }; this.show(trace, null, null, banner.root); }
+          if (!shown) { shown = true; this.store.set({ follow: true }); this.show({ trace, traceB: null, cmp: null, source: NO_SOURCE }, banner.root); }
           break;
         case 'step': {
           const s = applyStep(trace, d);
@@ -209,23 +204,22 @@ export class App {
     this.closeLive();
     this.setBusy(`loading ${name}…`);
     const p = await fetchTraceProgressive(name, this.initial?.step ?? 0, await listedVersion(name));
+    const source = { trace: name, a: null, b: null };
     if (isPaired(p.trace)) {   // shown as a comparison of its two runs: every step's records first
       this.setBusy(`loading every step of the paired trace ${name}…`);
       await p.loadRest(() => {});
-      this.source = { trace: name, a: null, b: null };
-      this.showPaired(p.trace);
+      this.showPaired(p.trace, source);
       return;
     }
-    this.source = { trace: name, a: null, b: null };
     this.allLoaded = !p.sliced;
-    this.show(p.trace, null, null);
+    this.show({ trace: p.trace, traceB: null, cmp: null, source });
     if (!p.sliced) return;
     const trace = p.trace;
     void p.loadRest((k) => {
-      if (this.trace !== trace) return;
-      if (k === this.step) { this.restyle(); this.deferDetails(); }
+      if (this.s.trace !== trace) return;
+      if (k === this.s.step) { this.restyle(); this.deferDetails(); }
     }).then(() => {
-      if (this.trace !== trace) return;
+      if (this.s.trace !== trace) return;
       this.allLoaded = true;
       this.colouring.clear();       // colour ranges are over all steps: now they are all here
       this.restyle();
@@ -239,26 +233,20 @@ export class App {
   private async openComparison(a: string, b: string): Promise<void> {
     this.setBusy(`loading ${a} and ${b} and their comparison…`);
     const [ta, tb] = await Promise.all([fetchTrace(a), fetchTrace(b)]);
-    this.source = { trace: null, a, b };
-    if (a === b && isPaired(ta)) { this.showPaired(ta); return; }   // a paired trace against itself: A against its reference
+    const source = { trace: null, a, b };
+    if (a === b && isPaired(ta)) { this.showPaired(ta, source); return; }   // a paired trace against itself: A against its reference
     const cmp = await fetchComparison(a, b, defaultReference(ta.meta.matmulPath, tb.meta.matmulPath) === 'b');
-    this.show(ta, tb, cmp);
+    this.show({ trace: ta, traceB: tb, cmp, source });
   }
 
   private async setReference(ref: 'a' | 'b'): Promise<void> {
-    const { a, b } = this.source;
-    if (!a || !b || !this.trace || !this.traceB) return;
-    const cmp = await fetchComparison(a, b, ref === 'b');
-    this.cmp = cmp;
-    this.colouring.clear();
-    this.compare.setComparison(this.trace, this.traceB, cmp);
-    this.restyle();
-    this.refreshTab();
-    if (this.node !== null) this.renderInspector();
+    const { a, b } = this.s.source;
+    if (!a || !b || !this.s.trace || !this.s.traceB) return;
+    this.store.set({ cmp: await fetchComparison(a, b, ref === 'b') });
   }
 
-  private showPaired(trace: Trace): void {
-    this.show(trace, referenceTrace(trace), pairedComparison(trace));
+  private showPaired(trace: Trace, source: Loaded['source']): void {
+    this.show({ trace, traceB: referenceTrace(trace), cmp: pairedComparison(trace), source });
   }
 
   async openFile(f: File): Promise<void> {
@@ -267,10 +255,9 @@ export class App {
     try {
       const trace = parseTraceText(await readLocalFile(f), f.name);
       history.replaceState(null, '', location.pathname);
-      this.source = { trace: null, a: null, b: null };
       this.initial = null;
-      if (isPaired(trace)) this.showPaired(trace);
-      else this.show(trace, null, null);
+      if (isPaired(trace)) this.showPaired(trace, NO_SOURCE);
+      else this.show({ trace, traceB: null, cmp: null, source: NO_SOURCE });
     } catch (e) {
       // A TraceError already starts with the file name.
       this.showError(e instanceof TraceError ? e.message : `${f.name}: ${(e as Error).message}`);
@@ -297,41 +284,35 @@ export class App {
   private async fillVocabulary(trace: Trace): Promise<void> {
     const ids = idsWithoutText(trace);
     const texts = await vocabTexts(trace.meta.modelFile, ids);
-    if (!texts || this.trace !== trace) return;
+    if (!texts || this.s.trace !== trace) return;
     applyVocabulary(trace, texts);
     this.tokens.setTrace(trace);
     this.refreshTab();
     if (!trace.warnings.some((w) => /shown as #id/.test(w))) document.querySelectorAll('.warnings .warning').forEach((w) => { if (/shown as #id/.test(w.textContent ?? '')) w.remove(); });
   }
 
-  private show(trace: Trace, traceB: Trace | null, cmp: Comparison | null, banner: HTMLElement | null = null): void {
+  // A newly loaded trace: the whole selection is set, then the page is laid out for it.
+  private show(l: Loaded, banner: HTMLElement | null = null): void {
+    const { trace, traceB, cmp } = l;
     this.player.stop();
-    this.trace = trace; this.traceB = traceB; this.cmp = cmp;
     this.colouring.clear();
-    this.backStack = [];
-    this.node = null;
     this.timings.selectNode(null);
     this.roofline.select(null);
     this.timingsB.selectNode(null);
-    const first = cmp?.firstLocal ?? cmp?.firstDivergent ?? null;   // the node that first adds error
-    this.step = first?.step ?? 0;
-    this.metric = cmp ? 'error' : 'absmax';
-    this.tab = cmp ? 'compare' : 'tokens';
+    const first = firstDivergence(cmp);   // the node that first adds error
     const want = this.initial;
     this.initial = null;
-    if (want?.step !== null && want?.step !== undefined && want.step < trace.steps.length) this.step = want.step;
+    this.store.set(openingSelection(l, want, this.s.view), { force: true });
     clear(this.root);
     const warnings = el('div', { class: 'warnings' }, ...trace.warnings.map((w) => el('div', { class: 'warning', text: w })));
     if (traceB) for (const w of traceB.warnings) warnings.append(el('div', { class: 'warning', text: `B: ${w}` }));
-    this.view = want?.view ?? this.view;
-    this.stage = null;
     const main = el('main', { class: 'trace-view' },
       el('div', { class: 'graph-pane' }, cmp ? this.compare.banner : banner, this.graphView.legendHost, this.graphView.root, this.pipeline.root), this.inspector.root);
     this.applyView();
     const bottom = this.bottom();
     const splitter = bottomSplitter(bottom, () => this.graphView.cull());
     this.root.append(header(trace, traceB, () => this.fileInput.click()), warnings, this.toolbar(), main, splitter, bottom);
-    this.graphView.setGraph(this.graphOf(this.step));
+    this.graphView.setGraph(graphOf(this.s));
     this.tokens.setTrace(trace);
     if (traceB) this.tokensB.setTrace(traceB);
     if (trace.version === 1) void this.fillVocabulary(trace);
@@ -342,36 +323,46 @@ export class App {
     this.inspector.empty();
     requestAnimationFrame(() => {
       this.graphView.fit(true);
-      this.setStep(this.step, true);
-      if (first) { this.selectNode(first.node); this.graphView.centerOn(first.node); }
-      const id = want?.node ? findNodeByKey(this.graphOf(this.step), want.node) : -1;
-      if (id >= 0) { this.selectNode(id); this.graphView.centerOn(id); }
+      redrawStep(this.store, this.s.step);
+      if (first) this.goToNode(first.node);
+      const id = want?.node ? findNodeByKey(graphOf(this.s), want.node) : -1;
+      if (id >= 0) this.goToNode(id);
       this.setReady();
       // The frame after this one shows the graph: the page-speed benchmark reads this mark.
       requestAnimationFrame(() => performance.mark('minfer:graph-painted'));
     });
   }
 
-  private graphOf(step: number): TraceGraph {
-    const s = this.trace!.steps[step];
-    return s ? this.trace!.graphs.get(s.graphId)! : [...this.trace!.graphs.values()][0];
+  // What each change of the selection redraws. A new trace is laid out by show() itself.
+  private onChange(s: Readonly<Selection>, changed: ReadonlySet<keyof Selection>): void {
+    if (changed.has('trace') || !s.trace) return;
+    if (changed.has('cmp')) this.referenceChanged();
+    if (changed.has('view')) this.viewChanged();
+    if (changed.has('step')) this.stepChanged();
+    if (changed.has('metric')) this.restyle();
+    if (changed.has('node') && s.node !== null) this.nodeChanged();
+    if (changed.has('stage') && s.stage) this.renderStage();
+    if (changed.has('tab')) this.tabChanged();
   }
 
-  setStep(i: number, force = false): void {
-    const t = this.trace;
-    if (!t || t.steps.length === 0) return;
-    i = Math.max(0, Math.min(t.steps.length - 1, i));
-    if (i === this.step && !force) return;
-    if (!force) this.follow = i >= t.steps.length - 2;   // a live run keeps showing new steps while at (one of) the last
+  private referenceChanged(): void {
+    this.colouring.clear();
+    this.compare.setComparison(this.s.trace!, this.s.traceB!, this.s.cmp!);
+    this.restyle();
+    this.refreshTab();
+    if (this.s.node !== null) this.renderInspector();
+  }
+
+  private stepChanged(): void {
+    const t = this.s.trace!, i = this.s.step;
     const t0 = performance.now();
-    this.step = i;
     const step = t.steps[i];
     const parts: Record<string, number> = {};
     let tp = t0;
     const lap = (k: string) => { const now = performance.now(); parts[k] = now - tp; tp = now; };
-    const redrawn = this.graphView.setGraph(this.graphOf(i));
+    const redrawn = this.graphView.setGraph(graphOf(this.s));
     if (redrawn) this.graphView.fit(true);
-    this.pipeline.setGraph(this.graphOf(i));
+    this.pipeline.setGraph(graphOf(this.s));
     lap('graph');
     this.restyle();
     lap('restyle');
@@ -386,14 +377,13 @@ export class App {
     this.lastStepMs = performance.now() - t0;
     this.lastStepParts = parts;
     document.body.dataset.step = String(i);
-    this.saveUrl();
   }
 
   private restyle(): void {
-    const t = this.trace!;
-    const { styles, legendKey, legend } = this.colouring.paint(t, this.step, this.graphOf(this.step), this.metric, this.cmp);
-    if (this.view === 'ops') this.graphView.restyle(styles);
-    else this.pipeline.update(t.steps[this.step], styles);
+    const t = this.s.trace!;
+    const { styles, legendKey, legend } = this.colouring.paint(t, this.s.step, graphOf(this.s), this.s.metric, this.s.cmp);
+    if (this.s.view === 'ops') this.graphView.restyle(styles);
+    else this.pipeline.update(t.steps[this.s.step], styles);
     if (this.graphView.legendHost.dataset.key !== legendKey) {
       clear(this.graphView.legendHost);
       this.graphView.legendHost.append(legend());
@@ -401,17 +391,19 @@ export class App {
     }
   }
 
-  selectNode(id: number, pushBack = true): void {
-    if (!this.trace) return;
-    if (pushBack && this.node !== null && this.node !== id) this.backStack.push(this.node);
-    this.node = id;
+  private nodeChanged(): void {
+    const id = this.s.node!;
     this.graphView.select(id);
     this.timings.selectNode(id);
     this.timingsB.selectNode(id);
     this.roofline.select(id);
     this.renderInspector();
     document.body.dataset.node = String(id);
-    this.saveUrl();
+  }
+
+  private goToNode(id: number): void {
+    selectNode(this.store, id);
+    this.graphView.centerOn(id);
   }
 
   private detailsFrame = 0;
@@ -419,90 +411,68 @@ export class App {
 
   private deferDetails(): void {
     cancelAnimationFrame(this.detailsFrame);
-    const stepAt = this.step;
+    const stepAt = this.s.step;
     this.detailsFrame = requestAnimationFrame(() => {
       const t0 = performance.now();
-      if (this.view === 'pipeline' && this.stage) this.renderStage();
-      else if (this.node !== null) this.renderInspector();
+      if (this.s.view === 'pipeline' && this.s.stage) this.renderStage();
+      else if (this.s.node !== null) this.renderInspector();
       const t1 = performance.now();
       this.detailsFrame = requestAnimationFrame(() => {
         const t2 = performance.now();
-        if (this.step === stepAt) this.refreshTab();
+        if (this.s.step === stepAt) this.refreshTab();
         this.lastDetailsMs = t1 - t0 + performance.now() - t2;
         document.body.dataset.detailsStep = String(stepAt);
       });
     });
   }
 
-  private saveUrl(): void {
-    if (!this.trace || (!this.source.trace && !this.source.a)) return;
-    const g = this.graphOf(this.step);
-    const node = this.node === null || !g.nodes[this.node] ? null : nodeKey(g, this.node);
-    writeUrl({ ...this.source, step: this.step, node, view: this.view });
-  }
-
   // ----- operators / pipeline ------------------------------------------------------------
 
-  setView(v: 'ops' | 'pipeline'): void {
-    if (v === this.view) return;
-    this.view = v;
+  private viewChanged(): void {
+    const v = this.s.view;
     this.applyView();
     document.querySelectorAll('.view-btn').forEach((b) => b.classList.toggle('on', (b as HTMLElement).dataset.view === v));
-    if (this.trace) { this.restyle(); if (v === 'ops') { this.graphView.cull(); if (this.node !== null) this.renderInspector(); } }
-    this.saveUrl();
+    this.restyle();
+    if (v === 'ops') { this.graphView.cull(); if (this.s.node !== null) this.renderInspector(); }
   }
 
   private applyView(): void {
-    this.graphView.root.style.display = this.view === 'ops' ? '' : 'none';
-    this.pipeline.root.style.display = this.view === 'pipeline' ? '' : 'none';
-    if (this.trace) this.pipeline.setGraph(this.graphOf(this.step));
-    document.body.dataset.view = this.view;
-  }
-
-  private selectStage(s: Stage): void {
-    this.stage = s;
-    this.renderStage();
+    this.graphView.root.style.display = this.s.view === 'ops' ? '' : 'none';
+    this.pipeline.root.style.display = this.s.view === 'pipeline' ? '' : 'none';
+    if (this.s.trace) this.pipeline.setGraph(graphOf(this.s));
+    document.body.dataset.view = this.s.view;
   }
 
   private renderStage(): void {
-    const g = this.graphOf(this.step), s = this.stage!;
+    const g = graphOf(this.s), s = this.s.stage!;
     // The same stage in this step's graph (prefill and decode graphs differ in shapes only).
     const cur = this.pipeline.stages ? [...this.pipeline.stages.byNode.values(), ...this.pipeline.stages.tail].find((x) => x.key === s.key) ?? s : s;
-    this.inspector.custom(stageDetails(g, cur, this.trace!.steps[this.step], (id) => {
-      this.setView('ops');
-      this.selectNode(id);
-      this.graphView.centerOn(id);
+    this.inspector.custom(stageDetails(g, cur, this.s.trace!.steps[this.s.step], (id) => {
+      this.store.set({ view: 'ops' });
+      this.goToNode(id);
     }));
   }
 
-  back(): void {
-    const id = this.backStack.pop();
-    if (id !== undefined) { this.selectNode(id, false); this.graphView.centerOn(id); }
+  private back(): void {
+    const id = back(this.store);
+    if (id !== null) this.graphView.centerOn(id);
   }
 
   private renderInspector(): void {
-    const t = this.trace!, step = t.steps[this.step], node = this.node!;
-    const other = this.traceB && this.cmp ? {
-      trace: this.traceB, step: this.traceB.steps[this.step] ?? null,
-      diff: this.cmp.steps.find((s) => s.index === this.step)?.nodes.get(node) ?? null,
-      source: this.cmp.metricsSource, refIsA: this.cmp.reference === 'a',
+    const { trace: t, traceB, cmp, step: i, node } = this.s;
+    const other = traceB && cmp ? {
+      trace: traceB, step: traceB.steps[i] ?? null,
+      diff: cmp.steps.find((s) => s.index === i)?.nodes.get(node!) ?? null,
+      source: cmp.metricsSource, refIsA: cmp.reference === 'a',
     } : null;
-    this.inspector.render({ trace: t, step, graph: this.graphOf(this.step), node, other, canGoBack: this.backStack.length > 0 });
+    this.inspector.render({ trace: t!, step: t!.steps[i], graph: graphOf(this.s), node: node!, other, canGoBack: this.s.backStack.length > 0 });
   }
 
   // ←/→ walk the executed nodes in execution order, across step boundaries in play mode.
   private moveNode(delta: number, wrapSteps = false): boolean {
-    const g = this.graphOf(this.step);
-    const order = g.nodes.filter((n) => n.fusedInto < 0).map((n) => n.id);
-    let k = this.node === null ? (delta > 0 ? -1 : order.length) : order.indexOf(this.node);
-    k += delta;
-    if (k < 0 || k >= order.length) {
-      if (!wrapSteps || this.step + 1 >= this.trace!.steps.length) return false;
-      this.setStep(this.step + 1);
-      k = 0;
-    }
-    this.selectNode(order[k]);
-    if (!this.graphView.isCollapsed(order[k])) this.graphView.centerOn(order[k]);
+    const id = moveNode(this.store, delta, wrapSteps);
+    if (id === null) return false;
+    if (!this.graphView.isCollapsed(id)) this.graphView.centerOn(id);
     return true;
   }
 
@@ -510,13 +480,13 @@ export class App {
 
   private togglePlay(): void {
     if (this.player.playing) { this.player.stop(); return; }
-    const t = this.trace;
+    const t = this.s.trace;
     if (!t) return;
-    if (this.playMode === 'steps') {
-      if (this.step >= t.steps.length - 1) this.setStep(0);
-      this.player.start(1000 / this.speed, () => { this.setStep(this.step + 1); return this.step < t.steps.length - 1; });
+    if (this.s.playMode === 'steps') {
+      if (this.s.step >= t.steps.length - 1) setStep(this.store, 0);
+      this.player.start(1000 / this.s.speed, () => { setStep(this.store, this.s.step + 1); return this.s.step < t.steps.length - 1; });
     } else {
-      this.player.start(250 / this.speed, () => this.moveNode(1, true));
+      this.player.start(250 / this.s.speed, () => this.moveNode(1, true));
     }
   }
 
@@ -530,42 +500,41 @@ export class App {
   }
 
   private onKey(e: KeyboardEvent): void {
-    if (!this.trace) return;
+    if (!this.s.trace) return;
     const tag = (e.target as HTMLElement).tagName;
     if (tag === 'INPUT') return;   // text fields type; the step slider moves itself
     if (tag === 'SELECT' || tag === 'TEXTAREA') return;
     const k = e.key;
     if (k === 'ArrowRight') this.moveNode(1);
     else if (k === 'ArrowLeft') this.moveNode(-1);
-    else if (k === 'ArrowUp' || k === ']') this.setStep(this.step + 1);
-    else if (k === 'ArrowDown' || k === '[') this.setStep(this.step - 1);
+    else if (k === 'ArrowUp' || k === ']') setStep(this.store, this.s.step + 1);
+    else if (k === 'ArrowDown' || k === '[') setStep(this.store, this.s.step - 1);
     else if (k === ' ') this.togglePlay();
     else if (k === 'Backspace') this.back();
     else if (k === '/') { document.getElementById('search')?.focus(); }
     else if (k === 'f') this.graphView.fit();
-    else if (k === 'p') this.setView(this.view === 'ops' ? 'pipeline' : 'ops');
+    else if (k === 'p') this.store.set({ view: this.s.view === 'ops' ? 'pipeline' : 'ops' });
     else return;
     e.preventDefault();
   }
 
   // ----- chrome --------------------------------------------------------------------------
 
-
-
   private toolbar(): HTMLElement {
+    const s = this.s;
     return toolbar(
-      { steps: this.trace!.steps.length, step: this.step, speed: this.speed, playMode: this.playMode, metric: this.metric, comparing: !!this.cmp, view: this.view, gpu: traceHasKernels(this.trace!) },
+      { steps: s.trace!.steps.length, step: s.step, speed: s.speed, playMode: s.playMode, metric: s.metric, comparing: !!s.cmp, view: s.view, gpu: traceHasKernels(s.trace!) },
       {
-        setStep: (i) => this.setStep(i),
-        setView: (v) => this.setView(v),
-        stepBy: (d) => this.setStep(this.step + d),
+        setStep: (i) => setStep(this.store, i),
+        setView: (v) => this.store.set({ view: v }),
+        stepBy: (d) => setStep(this.store, this.s.step + d),
         togglePlay: () => this.togglePlay(),
-        setSpeed: (x) => { this.speed = x; this.restartPlay(); },
-        setPlayMode: (m) => { this.playMode = m; this.restartPlay(); },
-        setMetric: (m) => { this.metric = m; this.restyle(); },
+        setSpeed: (x) => { this.store.set({ speed: x }); this.restartPlay(); },
+        setPlayMode: (m) => { this.store.set({ playMode: m }); this.restartPlay(); },
+        setMetric: (m) => this.store.set({ metric: m }, { force: true }),
         setFilters: (f) => this.graphView.setFilters(f),
         search: (q) => this.graphView.search(q),
-        goToNode: (id) => { this.selectNode(id); this.graphView.centerOn(id); },
+        goToNode: (id) => this.goToNode(id),
         fit: (w) => this.graphView.fit(w),
         collapseAll: (c) => this.graphView.setAllCollapsed(c),
       });
@@ -573,53 +542,54 @@ export class App {
 
   private bottom(): HTMLElement {
     const tabs: [Tab, string][] = [['tokens', 'Tokens & top-k'], ['timings', 'Timings'], ['kernels', 'Timeline']];
-    if (traceHasKernels(this.trace!)) tabs.push(['roofline', 'Roofline']);
-    if (this.cmp) tabs.unshift(['compare', 'Comparison']);
+    if (traceHasKernels(this.s.trace!)) tabs.push(['roofline', 'Roofline']);
+    if (this.s.cmp) tabs.unshift(['compare', 'Comparison']);
     const bar = el('div', { class: 'tabs' });
     const body = el('div', { class: 'tab-body', id: 'tab-body' });
     for (const [id, label] of tabs) {
-      const b = el('button', { class: `tab${id === this.tab ? ' on' : ''}`, 'data-tab': id, text: label });
-      b.addEventListener('click', () => {
-        this.tab = id;
-        bar.querySelectorAll('.tab').forEach((x) => x.classList.toggle('on', (x as HTMLElement).dataset.tab === id));
-        this.refreshTab();
-      });
+      const b = el('button', { class: `tab${id === this.s.tab ? ' on' : ''}`, 'data-tab': id, text: label });
+      b.addEventListener('click', () => this.store.set({ tab: id }, { force: true }));
       bar.append(b);
     }
     return el('section', { class: 'bottom' }, bar, body);
   }
 
+  private tabChanged(): void {
+    document.querySelectorAll('.tabs .tab').forEach((x) => x.classList.toggle('on', (x as HTMLElement).dataset.tab === this.s.tab));
+    this.refreshTab();
+  }
+
   private refreshTab(): void {
     const body = document.getElementById('tab-body');
-    if (!body || !this.trace) return;
-    const b = this.traceB;
+    const { trace: t, traceB: b, tab, step: i, cmp } = this.s;
+    if (!body || !t) return;
     // In comparison mode the tokens, timings and timeline tabs show A above B.
     const pick = (which: 'A' | 'B'): HTMLElement => {
       const tok = which === 'A' ? this.tokens : this.tokensB, tim = which === 'A' ? this.timings : this.timingsB;
-      return this.tab === 'tokens' ? tok.root : this.tab === 'timings' ? tim.root : tim.kernelsRoot;
+      return tab === 'tokens' ? tok.root : tab === 'timings' ? tim.root : tim.kernelsRoot;
     };
-    const want: HTMLElement[] = this.tab === 'compare' ? [this.compare.root] : this.tab === 'roofline' ? [this.roofline.root]
+    const want: HTMLElement[] = tab === 'compare' ? [this.compare.root] : tab === 'roofline' ? [this.roofline.root]
       : b ? [pick('A'), pick('B')] : [pick('A')];
-    const key = `${this.tab}|${b ? 2 : 1}`;
+    const key = `${tab}|${b ? 2 : 1}`;
     if (body.dataset.key !== key) {
       clear(body);
       body.dataset.key = key;
       if (want.length === 1) body.append(want[0]);
-      else body.append(...want.map((w, i) => el('div', { class: 'ab-block', 'data-run': i ? 'B' : 'A' },
-        el('div', { class: 'ab-label', text: i ? `B: ${b!.name} (${b!.meta.matmulPath || b!.meta.backend})` : `A: ${this.trace!.name} (${this.trace!.meta.matmulPath || this.trace!.meta.backend})` }), w)));
+      else body.append(...want.map((w, k) => el('div', { class: 'ab-block', 'data-run': k ? 'B' : 'A' },
+        el('div', { class: 'ab-label', text: k ? `B: ${b!.name} (${b!.meta.matmulPath || b!.meta.backend})` : `A: ${t.name} (${t.meta.matmulPath || t.meta.backend})` }), w)));
     }
-    const step = this.trace.steps[this.step];
+    const step = t.steps[i];
     if (!step) return;
-    const stepB = b?.steps[this.step];
-    if (this.tab === 'timings' || this.tab === 'kernels') {
-      this.timings.update(this.trace, step);
+    const stepB = b?.steps[i];
+    if (tab === 'timings' || tab === 'kernels') {
+      this.timings.update(t, step);
       if (b && stepB) this.timingsB.update(b, stepB);
     }
-    if (this.tab === 'compare' && this.cmp && b) this.compare.update(this.trace, b, this.cmp, this.step);
-    if (this.tab === 'roofline') this.roofline.update(this.trace, step);
-    if (this.tab === 'tokens') {
-      this.tokens.update(this.trace, this.step);
-      if (b) this.tokensB.update(b, this.step);
+    if (tab === 'compare' && cmp && b) this.compare.update(t, b, cmp, i);
+    if (tab === 'roofline') this.roofline.update(t, step);
+    if (tab === 'tokens') {
+      this.tokens.update(t, i);
+      if (b) this.tokensB.update(b, i);
     }
   }
 
@@ -647,15 +617,15 @@ export class App {
   // Hooks for the e2e tests and the page-speed benchmark.
   debugApi() {
     return {
-      setStep: (i: number) => this.setStep(i),
-      selectNode: (id: number) => this.selectNode(id),
+      setStep: (i: number) => setStep(this.store, i),
+      selectNode: (id: number) => selectNode(this.store, id),
       lastStepMs: () => this.lastStepMs,
       lastStepParts: () => this.lastStepParts,
       lastDetailsMs: () => this.lastDetailsMs,
       allStepsLoaded: () => this.allLoaded,
-      steps: () => this.trace?.steps.length ?? 0,
+      steps: () => this.s.trace?.steps.length ?? 0,
       nodeCount: () => this.graphView.nodeCount,
-      findNode: (name: string) => this.graphOf(this.step).nodes.find((n) => n.name === name)?.id ?? -1,
+      findNode: (name: string) => graphOf(this.s).nodes.find((n) => n.name === name)?.id ?? -1,
       graphCoverage: () => this.graphView.coverage(),
       nodeText: (id: number) => this.graphView.nodeText(id),
     };
