@@ -1,12 +1,9 @@
-// The application: loads traces (server list, local file, drag and drop, deep links) and tells
-// the views what changed. What is shown (trace, step, node, metric, view, …) lives in a store
+// The application: opens traces (server list, local file, drag and drop, deep links; the
+// loading is io/trace-loader.ts) and tells the views what changed. What is shown (trace, step, node, metric, view, …) lives in a store
 // (state/selection.ts); the views here redraw when it changes (onChange).
-import { fetchComparison, fetchTrace, fetchTraceProgressive, listTraces, listedVersion } from './io/api';
-import { readLocalFile } from './io/read-file';
-import { defaultReference } from './model/compare';
-import { isPaired, pairedComparison, referenceTrace } from './model/paired';
-import { TraceError } from './model/errors';
-import { parseTraceText } from './model/parse';
+import { listTraces } from './io/api';
+import { serverApi, TraceLoader } from './io/trace-loader';
+import { isPaired } from './model/paired';
 import { traceHasKernels } from './model/gpu-time';
 import { findNodeByKey } from './model/graph-index';
 import type { Trace } from './model/types';
@@ -26,8 +23,7 @@ import { PipelineView, stageDetails } from './views/pipeline-view';
 import { traceListView } from './views/trace-list';
 import { bottomSplitter } from './ui/splitter';
 import { readUrl, type UrlState } from './url-state';
-import { cancelRun, liveModels, runEvents, startRun, vocabTexts, type RunRequest } from './io/live';
-import { applyVocabulary, idsWithoutText } from './model/parse-v1';
+import { cancelRun, runEvents, startRun, type RunRequest } from './io/live';
 import { applyGraph, applyNode, applyStep, applyStepEnd, applyToken, liveTrace, type LiveStart } from './model/live-trace';
 import { LiveBanner } from './views/live-banner';
 import { runPanel } from './views/run-panel';
@@ -53,6 +49,7 @@ export class App {
   private timingsB = new TimingsPanel((id) => this.goToNode(id), (i) => setStep(this.store, i));
   private roofline = new RooflinePanel((id) => this.goToNode(id));
   private initial: UrlState | null = null;
+  private loader = new TraceLoader(serverApi, (text) => this.setBusy(text));
   private pipeline = new PipelineView((s) => this.store.set({ stage: s }, { force: true }));
   private compare = new ComparePanel((s, n) => { setStep(this.store, s); if (n >= 0) this.goToNode(n); },
     (ref) => { void this.setReference(ref).catch((e) => this.showError((e as Error).message)); });
@@ -90,15 +87,11 @@ export class App {
 
   private async showList(): Promise<void> {
     this.closeLive();
-    this.setBusy('loading the trace list…');
-    let entries = null, err = null;
-    const models = liveModels();
-    try { entries = await listTraces(); } catch (e) { err = (e as Error).message; }
-    const live = await models;
+    const { entries, listError, live } = await this.loader.landing();
     clear(this.root);
     this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' },
       live && live.models.length ? runPanel(live, (r) => this.startLive(r)) : null,
-      traceListView(entries, err, () => this.fileInput.click())));
+      traceListView(entries, listError, () => this.fileInput.click())));
     this.setReady();
   }
 
@@ -202,20 +195,12 @@ export class App {
 
   private async openServerTrace(name: string): Promise<void> {
     this.closeLive();
-    this.setBusy(`loading ${name}…`);
-    const p = await fetchTraceProgressive(name, this.initial?.step ?? 0, await listedVersion(name));
-    const source = { trace: name, a: null, b: null };
-    if (isPaired(p.trace)) {   // shown as a comparison of its two runs: every step's records first
-      this.setBusy(`loading every step of the paired trace ${name}…`);
-      await p.loadRest(() => {});
-      this.showPaired(p.trace, source);
-      return;
-    }
-    this.allLoaded = !p.sliced;
-    this.show({ trace: p.trace, traceB: null, cmp: null, source });
-    if (!p.sliced) return;
-    const trace = p.trace;
-    void p.loadRest((k) => {
+    const { loaded, rest } = await this.loader.server(name, this.initial?.step ?? 0);
+    if (!isPaired(loaded.trace)) this.allLoaded = !rest;
+    this.show(loaded);
+    if (!rest) return;
+    const trace = loaded.trace;
+    void rest((k) => {
       if (this.s.trace !== trace) return;
       if (k === this.s.step) { this.restyle(); this.deferDetails(); }
     }).then(() => {
@@ -228,39 +213,26 @@ export class App {
     }).catch((e) => this.showError((e as Error).message));
   }
 
-  // The reference (what SQNR is measured against) is the float path by default; the server
-  // measures against its first trace, so B as reference asks it for (b, a).
   private async openComparison(a: string, b: string): Promise<void> {
-    this.setBusy(`loading ${a} and ${b} and their comparison…`);
-    const [ta, tb] = await Promise.all([fetchTrace(a), fetchTrace(b)]);
-    const source = { trace: null, a, b };
-    if (a === b && isPaired(ta)) { this.showPaired(ta, source); return; }   // a paired trace against itself: A against its reference
-    const cmp = await fetchComparison(a, b, defaultReference(ta.meta.matmulPath, tb.meta.matmulPath) === 'b');
-    this.show({ trace: ta, traceB: tb, cmp, source });
+    this.show(await this.loader.comparison(a, b));
   }
 
+  // The server measures against its first trace, so B as reference asks it for (b, a).
   private async setReference(ref: 'a' | 'b'): Promise<void> {
-    const { a, b } = this.s.source;
-    if (!a || !b || !this.s.trace || !this.s.traceB) return;
-    this.store.set({ cmp: await fetchComparison(a, b, ref === 'b') });
-  }
-
-  private showPaired(trace: Trace, source: Loaded['source']): void {
-    this.show({ trace, traceB: referenceTrace(trace), cmp: pairedComparison(trace), source });
+    if (!this.s.trace || !this.s.traceB) return;
+    const cmp = await this.loader.reference(this.s.source, ref);
+    if (cmp) this.store.set({ cmp });
   }
 
   async openFile(f: File): Promise<void> {
     this.closeLive();
-    this.setBusy(`reading ${f.name}…`);
     try {
-      const trace = parseTraceText(await readLocalFile(f), f.name);
+      const loaded = await this.loader.file(f);
       history.replaceState(null, '', location.pathname);
       this.initial = null;
-      if (isPaired(trace)) this.showPaired(trace, NO_SOURCE);
-      else this.show({ trace, traceB: null, cmp: null, source: NO_SOURCE });
+      this.show(loaded);
     } catch (e) {
-      // A TraceError already starts with the file name.
-      this.showError(e instanceof TraceError ? e.message : `${f.name}: ${(e as Error).message}`);
+      this.showError((e as Error).message);
     }
   }
 
@@ -280,12 +252,9 @@ export class App {
 
   // ----- the trace view ------------------------------------------------------------------
 
-  // Version-1 top-k entries have no text: the server's copy of the model (--model) has it.
+  // Version-1 top-k entries have no text: the loader asks the server's copy of the model.
   private async fillVocabulary(trace: Trace): Promise<void> {
-    const ids = idsWithoutText(trace);
-    const texts = await vocabTexts(trace.meta.modelFile, ids);
-    if (!texts || this.s.trace !== trace) return;
-    applyVocabulary(trace, texts);
+    if (!await this.loader.vocabulary(trace, () => this.s.trace === trace)) return;
     this.tokens.setTrace(trace);
     this.refreshTab();
     if (!trace.warnings.some((w) => /shown as #id/.test(w))) document.querySelectorAll('.warnings .warning').forEach((w) => { if (/shown as #id/.test(w.textContent ?? '')) w.remove(); });
