@@ -1,7 +1,7 @@
-// The application: opens traces (server list, local file, drag and drop, deep links; the
-// loading is io/trace-loader.ts) and tells the views what changed. What is shown (trace, step, node, metric, view, …) lives in a store
-// (state/selection.ts); the views here redraw when it changes (onChange).
-import { listTraces } from './io/api';
+// The application: opens traces (server list, local file, drag and drop, deep links; loading
+// is io/trace-loader.ts, live runs page/live-run.ts) and tells the views what changed. What is
+// shown (trace, step, node, metric, view, …) lives in a store (state/selection.ts); the views
+// here redraw when it changes (onChange).
 import { serverApi, TraceLoader } from './io/trace-loader';
 import { isPaired } from './model/paired';
 import { traceHasKernels } from './model/gpu-time';
@@ -23,15 +23,11 @@ import { PipelineView, stageDetails } from './views/pipeline-view';
 import { traceListView } from './views/trace-list';
 import { bottomSplitter } from './ui/splitter';
 import { readUrl, type UrlState } from './url-state';
-import { cancelRun, runEvents, startRun, type RunRequest } from './io/live';
-import { applyGraph, applyNode, applyStep, applyStepEnd, applyToken, liveTrace, type LiveStart } from './model/live-trace';
-import { LiveBanner } from './views/live-banner';
 import { runPanel } from './views/run-panel';
 import { firstDivergence, graphOf, openingSelection, selectionStore, type Loaded, type Selection, type Tab } from './state/selection';
 import { back, moveNode, redrawStep, selectNode, setStep } from './state/navigation';
 import { syncUrl } from './page/url-sync';
-
-const NO_SOURCE = { trace: null, a: null, b: null };
+import { LiveRunController } from './page/live-run';
 
 export class App {
   private store = selectionStore();
@@ -74,7 +70,7 @@ export class App {
     const { a, b, trace: t } = u;
     try {
       const live = new URLSearchParams(location.search).get('live');
-      if (live && /^\d+$/.test(live)) this.attachLive(Number(live));
+      if (live && /^\d+$/.test(live)) this.live.attach(Number(live));
       else if (a && b) await this.openComparison(a, b);
       else if (t) await this.openServerTrace(t);
       else await this.showList();
@@ -86,115 +82,37 @@ export class App {
   // ----- loading -------------------------------------------------------------------------
 
   private async showList(): Promise<void> {
-    this.closeLive();
+    this.live.close();
     const { entries, listError, live } = await this.loader.landing();
     clear(this.root);
     this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' },
-      live && live.models.length ? runPanel(live, (r) => this.startLive(r)) : null,
+      live && live.models.length ? runPanel(live, (r) => this.live.start(r)) : null,
       traceListView(entries, listError, () => this.fileInput.click())));
     this.setReady();
   }
 
-  // ----- live runs -----------------------------------------------------------------------
+  // ----- live runs: page/live-run.ts, told what to redraw here ------------------------------
 
-  private live: { close: () => void } | null = null;
-
-  private closeLive(): void {
-    this.live?.close();
-    this.live = null;
-  }
-
-  private async startLive(req: RunRequest): Promise<void> {
-    const run = await startRun(req);
-    history.replaceState(null, '', `${location.pathname}?live=${run.id}`);
-    this.attachLive(run.id);
-  }
-
-  // Shows run `id` as it happens: the graph appears with the first graph event, each step's
-  // nodes light up as the engine reports them, tokens arrive in the Tokens tab. Events only
-  // update the trace; the page redraws at most once per frame (a fast model sends thousands of
-  // node events a second).
-  private attachLive(id: number): void {
-    this.closeLive();
-    this.setBusy(`waiting for run ${id}…`);
-    let trace: ReturnType<typeof liveTrace> | null = null;
-    let shown = false, queued = false, lastDomains = 0, lastTokens = 0, saved = '', lastNode = -1, progress = '';
-    let newSteps = false, newTokens = false, shownStep = -1;   // shownStep: the newest finished step
-    const banner = new LiveBanner(() => { void cancelRun(); });
-    const flush = () => {
-      queued = false;
-      if (!trace || !shown || this.s.trace !== trace) return;
-      const now = performance.now();
-      if (newSteps) {
-        newSteps = false;
-        const slider = document.getElementById('step-slider') as HTMLInputElement | null;
-        if (slider) slider.max = String(trace.steps.length - 1);
-      }
-      // Following the run shows the newest finished step: a step's nodes are reported after it
-      // ran, so the running step would be blank (or half lit, on a fast model).
-      if (this.s.follow && shownStep >= 0 && shownStep !== this.s.step) redrawStep(this.store, shownStep);
-      if (newTokens && now - lastTokens > 250) {
-        newTokens = false; lastTokens = now;
-        this.tokens.setTrace(trace);
-        if (this.s.step === trace.steps.length - 1) this.refreshTab();
-      } else if (newTokens) schedule();
-      if (now - lastDomains > 300) { this.colouring.clear(); lastDomains = now; }
-      if (lastNode >= 0) this.graphView.mark(trace.complete ? [] : [lastNode]);
+  private live = new LiveRunController(this.store, {
+    busy: (text) => this.setBusy(text),
+    show: (l, banner) => this.show(l, banner),
+    stepsGrew: (count) => {
+      const slider = document.getElementById('step-slider') as HTMLInputElement | null;
+      if (slider) slider.max = String(count - 1);
+    },
+    tokensChanged: (trace) => {
+      this.tokens.setTrace(trace);
+      if (this.s.step === trace.steps.length - 1) this.refreshTab();
+    },
+    recolour: (clearRanges, mark) => {
+      if (clearRanges) this.colouring.clear();
+      if (mark) this.graphView.mark(mark);
       this.restyle();
-      banner.progress(progress);
-    };
-    const schedule = () => { if (!queued) { queued = true; requestAnimationFrame(flush); } };
-    const close = runEvents(id, (type, d) => {
-      if (type === 'start') { trace = liveTrace(d as unknown as LiveStart); saved = String(d.trace); document.body.dataset.live = 'running'; return; }
-      if (!trace) return;
-      if (shown && this.s.trace !== trace) return;   // the user opened something else
-      switch (type) {
-        case 'graph':
-          applyGraph(trace, d);
-          if (!shown) { shown = true; this.store.set({ follow: true }); this.show({ trace, traceB: null, cmp: null, source: NO_SOURCE }, banner.root); }
-          break;
-        case 'step': {
-          const s = applyStep(trace, d);
-          newSteps = true;
-          progress = `run ${id} → ${saved}: step ${s.index} (${s.phase}, ${s.tokens.length} token(s) in)`;
-          document.body.dataset.liveStep = String(s.index);
-          break;
-        }
-        case 'node':
-          lastNode = applyNode(trace, d);
-          break;
-        case 'token':
-          applyToken(trace, d);
-          newTokens = true;
-          break;
-        case 'step_end':
-          applyStepEnd(trace, d);
-          shownStep = Number(d.step);
-          break;
-        case 'done': {
-          trace.complete = true;
-          newTokens = true; lastTokens = 0;
-          // A run cancelled before its first step saves no trace ("trace": null).
-          if (d.trace === null) saved = '';
-          const msg = `${d.cancelled ? 'Cancelled' : 'Done'}: ${d.steps} step(s), ${d.generated} token(s) generated; ${saved ? `saved as ${saved}` : 'no trace saved'}`;
-          progress = msg;
-          listTraces().then((list) => banner.done(msg, saved, list.filter((e) => !e.error && e.name !== saved)))
-            .catch(() => banner.done(msg, saved, []))
-            .finally(() => { document.body.dataset.live = 'done'; });
-          break;
-        }
-        case 'error':
-          banner.failed(String(d.message));
-          document.body.dataset.live = 'error';
-          return;
-      }
-      schedule();
-    }, (msg) => { banner.failed(msg); document.body.dataset.live = 'error'; });
-    this.live = { close };
-  }
+    },
+  });
 
   private async openServerTrace(name: string): Promise<void> {
-    this.closeLive();
+    this.live.close();
     const { loaded, rest } = await this.loader.server(name, this.initial?.step ?? 0);
     if (!isPaired(loaded.trace)) this.allLoaded = !rest;
     this.show(loaded);
@@ -225,7 +143,7 @@ export class App {
   }
 
   async openFile(f: File): Promise<void> {
-    this.closeLive();
+    this.live.close();
     try {
       const loaded = await this.loader.file(f);
       history.replaceState(null, '', location.pathname);
