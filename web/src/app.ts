@@ -17,7 +17,9 @@ import { TimingsPanel } from './views/timings-panel';
 import { RooflinePanel } from './views/roofline-panel';
 import { header } from './views/header';
 import { toolbar } from './views/toolbar';
-import { Player } from './playback';
+import { Playback } from './playback';
+import { bindKeys } from './page/keyboard';
+import { localFiles } from './page/file-drop';
 import { TokensPanel } from './views/tokens-panel';
 import { PipelineView, stageDetails } from './views/pipeline-view';
 import { traceListView } from './views/trace-list';
@@ -36,7 +38,7 @@ export class App {
   private allLoaded = true;
   lastStepParts: Record<string, number> = {};
 
-  private player = new Player((on) => this.updatePlayButton(on));
+  private playback = new Playback(this.store, () => this.moveNode(1, true), (on) => this.updatePlayButton(on));
   private graphView = new GraphView((id) => selectNode(this.store, id));
   private inspector = new Inspector((id) => selectNode(this.store, id), () => this.back());
   private tokens = new TokensPanel((i) => setStep(this.store, i));
@@ -49,13 +51,20 @@ export class App {
   private pipeline = new PipelineView((s) => this.store.set({ stage: s }, { force: true }));
   private compare = new ComparePanel((s, n) => { setStep(this.store, s); if (n >= 0) this.goToNode(n); },
     (ref) => { void this.setReference(ref).catch((e) => this.showError((e as Error).message)); });
-  private fileInput = el('input', { type: 'file', accept: '.json,.gz,application/json,application/gzip', style: 'display:none' });
+
+  private pickFile: () => void;
 
   constructor(private root: HTMLElement) {
-    this.fileInput.addEventListener('change', () => { const f = this.fileInput.files?.[0]; if (f) void this.openFile(f); });
-    document.body.append(this.fileInput);
-    this.installDrop();
-    document.addEventListener('keydown', (e) => this.onKey(e));
+    this.pickFile = localFiles((f) => void this.openFile(f));
+    bindKeys(document, () => !!this.s.trace, {
+      moveNode: (d) => this.moveNode(d),
+      stepBy: (d) => setStep(this.store, this.s.step + d),
+      togglePlay: () => this.playback.toggle(),
+      back: () => this.back(),
+      focusSearch: () => document.getElementById('search')?.focus(),
+      fit: () => this.graphView.fit(),
+      toggleView: () => this.store.set({ view: this.s.view === 'ops' ? 'pipeline' : 'ops' }),
+    });
     this.store.subscribe(null, (s, changed) => this.onChange(s, changed));
     syncUrl(this.store);
   }
@@ -85,9 +94,9 @@ export class App {
     this.live.close();
     const { entries, listError, live } = await this.loader.landing();
     clear(this.root);
-    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' },
+    this.root.append(header(null, null, this.pickFile), el('main', { class: 'landing' },
       live && live.models.length ? runPanel(live, (r) => this.live.start(r)) : null,
-      traceListView(entries, listError, () => this.fileInput.click())));
+      traceListView(entries, listError, this.pickFile)));
     this.setReady();
   }
 
@@ -154,20 +163,6 @@ export class App {
     }
   }
 
-  private installDrop(): void {
-    const overlay = el('div', { class: 'drop-overlay', text: 'Drop a minfer trace (.json or .json.gz) to open it' });
-    document.body.append(overlay);
-    let depth = 0;
-    document.addEventListener('dragenter', (e) => { e.preventDefault(); depth++; overlay.classList.add('on'); });
-    document.addEventListener('dragleave', () => { if (--depth <= 0) { depth = 0; overlay.classList.remove('on'); } });
-    document.addEventListener('dragover', (e) => e.preventDefault());
-    document.addEventListener('drop', (e) => {
-      e.preventDefault(); depth = 0; overlay.classList.remove('on');
-      const f = e.dataTransfer?.files?.[0];
-      if (f) void this.openFile(f);
-    });
-  }
-
   // ----- the trace view ------------------------------------------------------------------
 
   // Version-1 top-k entries have no text: the loader asks the server's copy of the model.
@@ -181,7 +176,7 @@ export class App {
   // A newly loaded trace: the whole selection is set, then the page is laid out for it.
   private show(l: Loaded, banner: HTMLElement | null = null): void {
     const { trace, traceB, cmp } = l;
-    this.player.stop();
+    this.playback.stop();
     this.colouring.clear();
     this.timings.selectNode(null);
     this.roofline.select(null);
@@ -198,7 +193,7 @@ export class App {
     this.applyView();
     const bottom = this.bottom();
     const splitter = bottomSplitter(bottom, () => this.graphView.cull());
-    this.root.append(header(trace, traceB, () => this.fileInput.click()), warnings, this.toolbar(), main, splitter, bottom);
+    this.root.append(header(trace, traceB, this.pickFile), warnings, this.toolbar(), main, splitter, bottom);
     this.graphView.setGraph(graphOf(this.s));
     this.tokens.setTrace(trace);
     if (traceB) this.tokensB.setTrace(traceB);
@@ -365,44 +360,9 @@ export class App {
 
   // ----- playback ------------------------------------------------------------------------
 
-  private togglePlay(): void {
-    if (this.player.playing) { this.player.stop(); return; }
-    const t = this.s.trace;
-    if (!t) return;
-    if (this.s.playMode === 'steps') {
-      if (this.s.step >= t.steps.length - 1) setStep(this.store, 0);
-      this.player.start(1000 / this.s.speed, () => { setStep(this.store, this.s.step + 1); return this.s.step < t.steps.length - 1; });
-    } else {
-      this.player.start(250 / this.s.speed, () => this.moveNode(1, true));
-    }
-  }
-
-  private restartPlay(): void {
-    if (this.player.playing) { this.player.stop(); this.togglePlay(); }
-  }
-
   private updatePlayButton(playing: boolean): void {
     const b = document.getElementById('play');
     if (b) { b.textContent = playing ? '⏸ pause' : '▶ play'; b.classList.toggle('on', playing); }
-  }
-
-  private onKey(e: KeyboardEvent): void {
-    if (!this.s.trace) return;
-    const tag = (e.target as HTMLElement).tagName;
-    if (tag === 'INPUT') return;   // text fields type; the step slider moves itself
-    if (tag === 'SELECT' || tag === 'TEXTAREA') return;
-    const k = e.key;
-    if (k === 'ArrowRight') this.moveNode(1);
-    else if (k === 'ArrowLeft') this.moveNode(-1);
-    else if (k === 'ArrowUp' || k === ']') setStep(this.store, this.s.step + 1);
-    else if (k === 'ArrowDown' || k === '[') setStep(this.store, this.s.step - 1);
-    else if (k === ' ') this.togglePlay();
-    else if (k === 'Backspace') this.back();
-    else if (k === '/') { document.getElementById('search')?.focus(); }
-    else if (k === 'f') this.graphView.fit();
-    else if (k === 'p') this.store.set({ view: this.s.view === 'ops' ? 'pipeline' : 'ops' });
-    else return;
-    e.preventDefault();
   }
 
   // ----- chrome --------------------------------------------------------------------------
@@ -415,9 +375,9 @@ export class App {
         setStep: (i) => setStep(this.store, i),
         setView: (v) => this.store.set({ view: v }),
         stepBy: (d) => setStep(this.store, this.s.step + d),
-        togglePlay: () => this.togglePlay(),
-        setSpeed: (x) => { this.store.set({ speed: x }); this.restartPlay(); },
-        setPlayMode: (m) => { this.store.set({ playMode: m }); this.restartPlay(); },
+        togglePlay: () => this.playback.toggle(),
+        setSpeed: (x) => this.store.set({ speed: x }),
+        setPlayMode: (m) => this.store.set({ playMode: m }),
         setMetric: (m) => this.store.set({ metric: m }, { force: true }),
         setFilters: (f) => this.graphView.setFilters(f),
         search: (q) => this.graphView.search(q),
@@ -485,7 +445,7 @@ export class App {
   private setBusy(text: string): void {
     document.body.dataset.state = 'loading';
     clear(this.root);
-    this.root.append(header(null, null, () => this.fileInput.click()), el('div', { class: 'busy', text }));
+    this.root.append(header(null, null, this.pickFile), el('div', { class: 'busy', text }));
   }
 
   private setReady(): void {
@@ -497,8 +457,8 @@ export class App {
     clear(this.root);
     const box = el('div', { class: 'error-box', role: 'alert' }, el('strong', { text: 'Cannot show this trace. ' }), el('span', { class: 'error-message', text: message }));
     const open = el('button', { text: 'Open another file…' });
-    open.addEventListener('click', () => this.fileInput.click());
-    this.root.append(header(null, null, () => this.fileInput.click()), el('main', { class: 'landing' }, box, el('p', {}, el('a', { href: './', text: '← back to the trace list' }), ' ', open)));
+    open.addEventListener('click', this.pickFile);
+    this.root.append(header(null, null, this.pickFile), el('main', { class: 'landing' }, box, el('p', {}, el('a', { href: './', text: '← back to the trace list' }), ' ', open)));
   }
 
   // Hooks for the e2e tests and the page-speed benchmark.
