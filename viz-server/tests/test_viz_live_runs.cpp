@@ -310,5 +310,29 @@ TEST_F(VizLiveRuns, ARunOfAnotherServerNeverSavesOverAFinishedRunsTrace) {
   GTEST_SKIP() << "the second run never started in the second the first one ended";
 }
 
+// Issue 31, item 3: a symlink named as the next live-run trace made the server write the trace
+// through it, to a file outside the folder. Planted at the run's .partial after the run was
+// named (the run waits for its page before it starts recording), the link is refused: the run
+// ends with an error naming it, and the file it points to is untouched.
+TEST_F(VizLiveRuns, ALinkPlantedAtTheRunsPartialIsNotWrittenThrough) {
+  TempDir outside("outside");
+  const fs::path victim = outside.path() / "victim.txt";
+  write_file(victim, "precious\n");
+  auto cli = client();
+  auto r = start_run(cli);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  const std::string name = json::parse(r->body)["trace"].get<std::string>();
+  fs::create_symlink(victim, traces.path() / (name + ".partial"));
+  std::string type;
+  const json last = last_event(*this, json::parse(r->body)["id"].get<int>(), type);
+  ASSERT_EQ(type, "error") << last.dump();
+  EXPECT_NE(last.value("message", "").find(name + ".partial: is a symbolic link; refusing to write through it"), std::string::npos)
+      << last.dump();
+  EXPECT_EQ(read_file(victim), "precious\n") << "the trace was written through the link";
+  EXPECT_TRUE(fs::is_symlink(traces.path() / (name + ".partial")));
+  EXPECT_FALSE(fs::exists(traces.path() / name));
+}
+
 }  // namespace
 }  // namespace minfer::viz::test
