@@ -1,5 +1,7 @@
 #include "recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -150,6 +152,21 @@ struct Recorder::Impl {
         token_text(std::move(tt)),
         formatter(StepFormat{spec, opts.top_k, opts.outliers}, token_text),
         file(opts.path) {
+    try {
+      start();
+    } catch (...) {
+      // A recorder that cannot start (its journal's head did not fit on the disk) leaves no
+      // file: its caller never gets a partial_path() to remove.
+      const bool journaled = journal != nullptr;
+      journal.reset();
+      pipeline.reset();
+      if (journaled) ::unlink(journal_path_for(file.partial_path()).c_str());
+      ::unlink(file.partial_path().c_str());
+      throw;
+    }
+  }
+
+  void start() {
     if (!meta.is_object()) meta = nlohmann::json::object();
     meta["options"] = opts.to_json();
     if (!meta.contains("recorded_at")) meta["recorded_at"] = utc_now_iso();

@@ -232,7 +232,7 @@ class LiveRuns {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
-    run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
+    run->trace_name = unused_trace_name("live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path);
     trace::RecorderOptions opts;  // the recorder's defaults
     opts.path = (out_dir_ / run->trace_name).string();
     // The meta every recording program writes (cli/run_meta.h), marked as a live run's.
@@ -293,6 +293,21 @@ class LiveRuns {
   }
 
  private:
+  // stem + ".json", or stem + ".2.json", ".3.json"... when a file (or link) of that name or its
+  // .partial is in the folder already: another server sharing the folder numbers its runs from 1
+  // too, and a run's trace saved over another's would lose that one. (A run of another server
+  // started at the same moment can still claim the name first: this run's recorder is then
+  // refused with a clear error, never writes into that run's file.)
+  std::string unused_trace_name(const std::string& stem) const {
+    for (int k = 1; k <= 1000; ++k) {
+      const std::string name = stem + (k > 1 ? "." + std::to_string(k) : "") + ".json";
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(out_dir_ / name, ec)) && !fs::exists(fs::symlink_status(out_dir_ / (name + ".partial"), ec)))
+        return name;
+    }
+    throw HttpError{409, "run: " + stem + ".json and 999 names after it are taken in the traces folder"};
+  }
+
   LoadedModel& load(const std::string& name) {
     auto it = loaded_.find(name);
     if (it != loaded_.end()) return it->second;
