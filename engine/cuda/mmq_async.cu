@@ -69,7 +69,6 @@ template <> struct Fmt<WeightType::Q8_0> {
   static constexpr int kRowBytes = 144;           // 136 + 8: rows 36 words apart
   static constexpr float kScaleMul = 1.0f;
 };
-// Buffers: two CTAs per SM fit Q4_0 4 x 19.5 KB, Q8_0 3 x 27 KB; one CTA twice that.
 // Buffers of K steps in flight: Q4_0 6 x 28 KB, Q8_0 5 x 36 KB (one CTA per SM).
 template <WeightType T> constexpr int kStagesOf = T == WeightType::Q4_0 ? 6 : 5;
 template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
@@ -96,7 +95,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
 // n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
-// rows of a row: < 2^32 for any n_in below 30M) keep the per-thread addresses in few registers.
+// rows or tokens: < 2^32 for n_in up to 2^24, mmq_async_applies) keep the addresses in few registers.
 template <WeightType T, int S>
 __device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
                                            int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,

@@ -1,6 +1,6 @@
-// The 128-row MMQ tile for Q4_0 and Q8_0 without loader warps (128 tokens per CTA): every warp copies raw weight and
-// Q8_1 blocks into shared memory with cp.async (no registers, no unpacking on the way) and reads
-// its mma fragments straight from the raw blocks. Same maths and the same bits as mmq.cu's
+// The 128-row MMQ tile for Q4_0 and Q8_0 without loader warps (128 tokens per CTA): every warp
+// copies raw weight and Q8_1 blocks into shared memory with cp.async (no registers, no unpacking
+// on the way) and reads its mma fragments straight from the raw blocks. Same maths and the same bits as mmq.cu's
 // kernels (mmq.cu's header); mmq() takes it for the 128-row tile where mmq_async_applies.
 // Test: engine/tests/test_cuda_mmq.cpp (every case at tile 128 runs it).
 #pragma once
