@@ -183,6 +183,17 @@ struct Mutator {
   }
 };
 
+// `bytes` in an exact-size heap buffer (one byte past the end is outside the allocation), with
+// the allocation accounting reset and started for the parse that follows.
+std::unique_ptr<uint8_t[]> exact_copy_and_track(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size() ? bytes.size() : 1]);
+  std::memcpy(buf.get(), bytes.data(), bytes.size());
+  g_largest = 0;
+  g_total = 0;
+  g_tracking = true;
+  return buf;
+}
+
 // Reads everything a successful parse exposes, so that bad pointers show up under ASan.
 uint64_t touch_everything(const GGUFFile& f, const uint8_t* buf, size_t size) {
   uint64_t sum = 0;
@@ -258,12 +269,7 @@ TEST(GGUFMutation, ThousandsOfCorruptCopiesParseOrThrowError) {
     for (int k = 0; k < n_mut; ++k) m.mutate_once(bytes);
     g_current_case = "case " + std::to_string(c) + ": " + m.description;
 
-    // An exact-size heap buffer: one byte past the end is outside the allocation.
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size() ? bytes.size() : 1]);
-    std::memcpy(buf.get(), bytes.data(), bytes.size());
-    g_largest = 0;
-    g_total = 0;
-    g_tracking = true;
+    const std::unique_ptr<uint8_t[]> buf = exact_copy_and_track(bytes);
     try {
       auto f = GGUFFile::from_memory(buf.get(), bytes.size(), "m.gguf");
       g_tracking = false;
@@ -381,11 +387,7 @@ TEST(GGUFMutation, CraftedHugeArraysParseIntoViewsOrThrowError) {
       ++mutated;
     }
     g_current_case = "crafted case " + std::to_string(c) + ": " + what;
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size() ? bytes.size() : 1]);
-    std::memcpy(buf.get(), bytes.data(), bytes.size());
-    g_largest = 0;
-    g_total = 0;
-    g_tracking = true;
+    const std::unique_ptr<uint8_t[]> buf = exact_copy_and_track(bytes);
     try {
       auto f = GGUFFile::from_memory(buf.get(), bytes.size(), "big.gguf");
       g_tracking = false;

@@ -66,9 +66,9 @@ TEST_F(VizLiveRuns, NextRunStartsOnTheErrorEvent) {
   run_back_to_back(*this, "error", 50);
 }
 
-// The events of run `id` until its last one; returns the last event's data.
-json last_event(VizLiveFixture& f, int id, std::string& type) {
-  httplib::Client events = f.client();
+// The events of run `id` (from the server `events` talks to) until its last one; returns the
+// last event's data, its type in `type` ("" when the stream ended without done or error).
+json last_event(httplib::Client& events, int id, std::string& type) {
   std::string stream;
   events.Get("/api/run/events?id=" + std::to_string(id), [&](const char* data, size_t n) {
     stream.append(data, n);
@@ -84,6 +84,10 @@ json last_event(VizLiveFixture& f, int id, std::string& type) {
   }
   type = "";
   return json();
+}
+json last_event(VizLiveFixture& f, int id, std::string& type) {
+  httplib::Client events = f.client();
+  return last_event(events, id, type);
 }
 
 std::vector<std::string> files_in(const fs::path& dir) {
@@ -235,19 +239,7 @@ TEST_F(VizLiveRuns, TwoServersSharingATracesFolderNeverMixTheirRuns) {
     const bool same_name = sides[0].trace == sides[1].trace;
     std::thread follow([&] {
       httplib::Client events("127.0.0.1", sides[1].port);
-      std::string stream;
-      events.Get("/api/run/events?id=" + std::to_string(sides[1].id), [&](const char* d, size_t n) {
-        stream.append(d, n);
-        return true;
-      });
-      for (const char* t : {"done", "error"}) {
-        const std::string head = std::string("event: ") + t + "\ndata: ";
-        const size_t at = stream.rfind(head);
-        if (at == std::string::npos) continue;
-        sides[1].type = t;
-        const size_t b = at + head.size();
-        sides[1].last = json::parse(stream.substr(b, stream.find('\n', b) - b));
-      }
+      sides[1].last = last_event(events, sides[1].id, sides[1].type);
     });
     sides[0].last = last_event(*this, sides[0].id, sides[0].type);
     follow.join();
