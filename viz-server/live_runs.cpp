@@ -153,7 +153,8 @@ struct HttpError {
 
 class LiveRuns {
  public:
-  LiveRuns(std::vector<std::string> models, fs::path out_dir) : out_dir_(std::move(out_dir)) {
+  LiveRuns(std::vector<std::string> models, fs::path out_dir, const EngineOptions& engine)
+      : out_dir_(std::move(out_dir)), engine_(engine) {
     for (auto& m : models) paths_[fs::path(m).filename().string()] = m;
   }
   ~LiveRuns() {
@@ -251,6 +252,7 @@ class LiveRuns {
     GenerateOptions g;
     g.n_predict = max_tokens;
     g.sampler = so;
+    g.graph_fusion = engine_.graph_fusion;
     thread_ = std::thread([this, run, &lm, ids, g, meta, be = std::move(be)]() mutable { execute(*run, lm, *be, ids, g, meta); });
     return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
   }
@@ -387,6 +389,7 @@ class LiveRuns {
   }
 
   fs::path out_dir_;
+  EngineOptions engine_;                      // every run's (the server's VizConfig::engine)
   std::map<std::string, std::string> paths_;  // file name → path
   std::map<std::string, LoadedModel> loaded_;
   std::mutex mu_;
@@ -439,7 +442,7 @@ void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns
 void register_live_routes(httplib::Server& server, VizContext& ctx) {
   if (!ctx.models.empty()) {
     const auto dirs = ctx.traces.dirs();
-    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front());
+    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front(), ctx.engine);
   }
   auto off = [](httplib::Response& res) {
     send_error(res, 404, "live runs are off: start minfer-viz with --model MODEL.gguf (repeatable)");

@@ -20,7 +20,6 @@ namespace minfer {
 // The path's name as traces and tools print it: "mmq", or the float path named for what it
 // computes on that backend: "f32" on cpu (f32 GEMM), "f16" on cuda (f16 tensor-core GEMM).
 const char* matmul_path_name(MatmulPath p, const std::string& backend);
-MatmulPath matmul_path_from_env();
 // "mmq", "f32" or "f16" (both float names select the float path of any backend); an Error
 // naming `what` (a flag or variable) otherwise.
 MatmulPath parse_matmul_path(const std::string& name, const std::string& what);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/engine_options.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
@@ -117,21 +118,25 @@ TEST(ParseNumber, EnvironmentVariablesGoThroughTheSameCheck) {
   }
 }
 
+// MINFER_THREADS is read by the program's main (EngineOptions::from_env), which sizes the
+// global pool with it (ThreadPool::set_global_threads).
 TEST(ParseNumber, ThreadCountFromTheEnvironment) {
-  {
-    EnvVar e("MINFER_THREADS", nullptr);
-    EXPECT_EQ(threads_from_env(), 0);  // 0: every core
-  }
-  {
-    EnvVar e("MINFER_THREADS", "3");
-    EXPECT_EQ(threads_from_env(), 3);
-  }
+  EXPECT_EQ(EngineOptions::from_env({}).threads, 0);  // 0: every core
+  EXPECT_EQ(EngineOptions::from_env({{"MINFER_THREADS", "3"}}).threads, 3);
   for (const char* v : {"100000", "0", "abc"}) {
-    EnvVar e("MINFER_THREADS", v);
-    EXPECT_EQ(error_of([] { threads_from_env(); }),
+    EXPECT_EQ(error_of([&] { EngineOptions::from_env({{"MINFER_THREADS", v}}); }),
               std::string("MINFER_THREADS: expected an integer from 1 to 1024, got '") + v + "'");
   }
   // The pool refuses a count beyond the limit whoever asks for it.
   EXPECT_EQ(error_of([] { ThreadPool pool(100000); }),
             "thread pool: asked for 100000 threads, at most 1024");
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(100000); }),
+            "thread pool: asked for 100000 threads, at most 1024");
+  // The global pool starts with the count set before its first use; another count after it is
+  // an error, the same one is not.
+  ThreadPool::set_global_threads(3);
+  EXPECT_EQ(ThreadPool::global().size(), 3);
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(3); }), "(no error)");
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(2); }),
+            "thread pool: the global pool already runs 3 threads; asked for 2");
 }
