@@ -233,7 +233,8 @@ class LiveRuns {
                                std::to_string(lm.model->hp.n_ctx) + " tokens"};
     std::unique_ptr<Backend> be;
     try {
-      be = make_backend(backend, *lm.model, path == "mmq" ? MatmulPath::MMQ : MatmulPath::Float, nullptr, true);
+      be = make_backend(backend, *lm.model, path == "mmq" ? MatmulPath::MMQ : MatmulPath::Float, engine_.cuda, nullptr,
+                        true);
       be->reserve_context(std::min<int64_t>(lm.model->hp.n_ctx, static_cast<int64_t>(ids.size()) + max_tokens + 1));
     } catch (const Error& e) {
       throw HttpError{400, std::string("run: backend '") + backend + "': " + e.what()};

@@ -55,12 +55,12 @@ void write_text_file(const std::string& path, const std::string& text) { trace::
 
 // --compare-path (or MINFER_COMPARE_PATH): the reference backend of a paired run, of the same
 // kind as the main one; null when none was asked for.
-std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Environment& env, const Model& m,
-                                           const Backend& main) {
+std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Environment& env, const EngineOptions& engine,
+                                           const Model& m, const Backend& main) {
   const std::string name = !o.compare_path.empty() ? o.compare_path : env_text(env, "MINFER_COMPARE_PATH");
   if (name.empty()) return nullptr;
   const MatmulPath p = parse_matmul_path(name, o.compare_path.empty() ? "MINFER_COMPARE_PATH" : "--compare-path");
-  auto ref = make_backend(main.name(), m, p, nullptr, /*quiet=*/true);
+  auto ref = make_backend(main.name(), m, p, engine.cuda, nullptr, /*quiet=*/true);
   if (ref->matmul_path_label() != name)
     std::fprintf(stderr, "compare: '%s' names the float path; on %s it computes in %s and is recorded as %s\n",
                  name.c_str(), ref->name().c_str(), ref->matmul_path_label().c_str(), ref->matmul_path_label().c_str());
@@ -81,8 +81,8 @@ int run_generate(const CliOptions& o) {
   ThreadPool::set_global_threads(engine.threads);
   auto model = Model::load(o.model);
   auto tok = Tokenizer::from_gguf(*model->file);
-  auto backend = make_backend(o.backend, *model, engine.prefill);
-  auto reference = reference_backend(o, env, *model, *backend);
+  auto backend = make_backend(o.backend, *model, engine.prefill, engine.cuda);
+  auto reference = reference_backend(o, env, engine, *model, *backend);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
   std::optional<ReplayTokens> replay;

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     auto model = minfer::Model::load(model_path);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    auto backend_ptr = minfer::make_backend(backend_choice, *model, engine.prefill, &pool, json);
+    auto backend_ptr = minfer::make_backend(backend_choice, *model, engine.prefill, engine.cuda, &pool, json);
     minfer::Backend& backend = *backend_ptr;
 
     std::vector<double> pp_ts, tg_ts;

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     }
     // Prefill on the MMQ (default) path: hidden state after every layer, last-row logits.
     for (MatmulPath mp : {MatmulPath::MMQ, MatmulPath::Float}) {
-      auto backend = make_backend(backend_choice, *m, mp);
+      auto backend = make_backend(backend_choice, *m, mp, engine.cuda);
       Backend& b = *backend;
       const std::string tag = b.matmul_path_label();  // "f32" on cpu, "f16" on cuda
       index["paths"].push_back(tag);
