@@ -153,8 +153,8 @@ struct HttpError {
 
 class LiveRuns {
  public:
-  LiveRuns(std::vector<std::string> models, fs::path out_dir, const EngineOptions& engine)
-      : out_dir_(std::move(out_dir)), engine_(engine) {
+  LiveRuns(std::vector<std::string> models, fs::path out_dir, const EngineOptions& engine, std::string digest_cache_dir)
+      : out_dir_(std::move(out_dir)), engine_(engine), digest_cache_dir_(std::move(digest_cache_dir)) {
     for (auto& m : models) paths_[fs::path(m).filename().string()] = m;
   }
   ~LiveRuns() {
@@ -315,7 +315,7 @@ class LiveRuns {
     for (auto& [cls, t] : lm.model->weight_type_summary()) types[cls] = t;
     std::string name;
     if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
-    return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model))}, {"size_bytes", lm.model->file->file_size()},
+    return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model), digest_cache_dir_)}, {"size_bytes", lm.model->file->file_size()},
                        {"architecture", architecture_name(h.arch)}, {"name", name},
                        {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
                                     {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
@@ -391,6 +391,7 @@ class LiveRuns {
 
   fs::path out_dir_;
   EngineOptions engine_;                      // every run's (the server's VizConfig::engine)
+  std::string digest_cache_dir_;              // meta.model.sha256's cache ("" none)
   std::map<std::string, std::string> paths_;  // file name → path
   std::map<std::string, LoadedModel> loaded_;
   std::mutex mu_;
@@ -443,7 +444,8 @@ void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns
 void register_live_routes(httplib::Server& server, VizContext& ctx) {
   if (!ctx.models.empty()) {
     const auto dirs = ctx.traces.dirs();
-    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front(), ctx.engine);
+    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front(), ctx.engine,
+                                          ctx.digest_cache_dir);
   }
   auto off = [](httplib::Response& res) {
     send_error(res, 404, "live runs are off: start minfer-viz with --model MODEL.gguf (repeatable)");

@@ -29,6 +29,7 @@ struct VizContext {
   std::atomic<uint64_t> compares_cancelled{0};   // comparisons stopped because their client left
   std::vector<std::string> models;                // --model files: live runs (live_runs.h)
   EngineOptions engine;                           // the live runs' engine options (VizConfig)
+  std::string digest_cache_dir;                   // where their model digests are cached (VizConfig)
   std::shared_ptr<class LiveRuns> live;           // null without models
 };
 

@@ -36,7 +36,7 @@ nlohmann::json run_meta(const CliOptions& o, const Model& m, const Backend& b) {
   return {
       {"model",
        {{"file", std::filesystem::path(o.model).filename().string()},
-        {"sha256", trace::sha256_file(o.model)},
+        {"sha256", trace::sha256_file(o.model, o.digest_cache_dir)},
         {"size_bytes", m.file->file_size()},
         {"architecture", architecture_name(h.arch)},
         {"name", name},
@@ -79,11 +79,11 @@ class RecorderSession final : public TraceSession {
 
 }  // namespace
 
-std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Model& m,
+std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Environment& env, const Model& m,
                                                         const Backend& b, const Tokenizer& tok,
                                                         const TraceExtras& x) {
   std::vector<std::string> args = o.trace_args;
-  auto opts = trace::RecorderOptions::from_env_and_args(args);
+  auto opts = trace::RecorderOptions::from_env_and_args(env, args);
   if (!args.empty()) fail("unknown option '", args[0], "'");
   return start(std::move(opts), o, m, b, tok, x);
 }

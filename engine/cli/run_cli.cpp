@@ -26,6 +26,7 @@
 #include "output_file.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
+#include "trace_input.h"
 
 namespace minfer {
 namespace {
@@ -69,7 +70,7 @@ std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Environmen
   return ref;
 }
 
-int run_generate(const CliOptions& o) {
+int run_generate(CliOptions o) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   // The environment, read once: every variable is checked before any work, whichever backend
@@ -79,6 +80,7 @@ int run_generate(const CliOptions& o) {
   EngineOptions engine = EngineOptions::from_env(env);
   if (o.threads > 0) engine.threads = o.threads;
   ThreadPool::set_global_threads(engine.threads);
+  o.digest_cache_dir = trace::digest_cache_dir(env);
   auto model = Model::load(o.model);
   auto tok = Tokenizer::from_gguf(*model->file);
   auto backend = make_backend(o.backend, *model, engine.prefill, engine.cuda);
@@ -87,7 +89,8 @@ int run_generate(const CliOptions& o) {
 
   std::optional<ReplayTokens> replay;
   if (!o.tokens_from.empty())
-    replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model), model->hp.n_vocab);
+    replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model, o.digest_cache_dir), model->hp.n_vocab,
+                                trace::default_max_trace_bytes(env));
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   const bool have_text = !o.prompt_file.empty() || !o.prompt.empty();
   std::vector<int32_t> prompt = have_text || !replay ? tok->encode_prompt(text) : replay->prompt;
@@ -105,7 +108,7 @@ int run_generate(const CliOptions& o) {
     write_text_file(o.dump_graph,
                     graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()), engine.graph_fusion)));
 
-  auto trace = TraceSession::maybe_start(o, *model, *backend, *tok,
+  auto trace = TraceSession::maybe_start(o, env, *model, *backend, *tok,
                                          TraceExtras{text, reference.get(), replay ? &*replay : nullptr,
                                                      [&] { return backend->read_bandwidth_gbs(); }});
   if (reference && !trace)

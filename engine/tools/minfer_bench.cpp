@@ -30,6 +30,7 @@
 #include "exec/generate.h"
 #include "exec/kernel_families.h"
 #include "model/model.h"
+#include "sha256.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
     bool json = false;
     minfer::Environment env = minfer::process_environment();  // the one read of the environment
     std::vector<std::string> args(argv + 1, argv + argc);
-    const auto trace_opts = minfer::trace::RecorderOptions::from_env_and_args(args);  // removes --trace*
+    const auto trace_opts = minfer::trace::RecorderOptions::from_env_and_args(env, args);  // removes --trace*
     const int n_args = static_cast<int>(args.size());
     for (int i = 0; i < n_args; ++i) {
       std::string a = args[static_cast<size_t>(i)];
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
     if (trace_opts.enabled()) {
       tok = minfer::Tokenizer::from_gguf(*model->file);
       trace_run.model = model_path;
+      trace_run.digest_cache_dir = minfer::trace::digest_cache_dir(env);
       trace_run.prompt = "(minfer-bench: " + std::to_string(decode_prompt.size()) + " pseudo-random token ids)";
       trace_run.n_predict = decode.n_predict;
       trace_run.sampler = decode.sampler;
