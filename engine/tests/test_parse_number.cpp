@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
@@ -24,16 +25,6 @@ std::string error_of(F f) {
   }
   return "(no error)";
 }
-
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-struct EnvVar {
-  std::string name;
-  EnvVar(const char* n, const char* v) : name(n) {
-    if (v) setenv(n, v, 1);
-    else unsetenv(n);
-  }
-  ~EnvVar() { unsetenv(name.c_str()); }
-};
 
 }  // namespace
 
@@ -94,28 +85,19 @@ TEST(ParseNumber, ByteSizes) {
         << v;
 }
 
+// A variable of the environment a program's main read (core/environment.h) goes through the
+// same checks.
 TEST(ParseNumber, EnvironmentVariablesGoThroughTheSameCheck) {
-  {
-    EnvVar e("MINFER_TEST_NUMBER", nullptr);
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // unset: the caller's default
-    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 120.0);
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "");
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // empty counts as unset
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "7");
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), 7);
-    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 7.0);
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "70");
-    EXPECT_EQ(error_of([] { env_int("MINFER_TEST_NUMBER", 1, 9, -1); }),
-              "MINFER_TEST_NUMBER: expected an integer from 1 to 9, got '70'");
-    EXPECT_EQ(error_of([] { env_number("MINFER_TEST_NUMBER", 1, 9, 1); }),
-              "MINFER_TEST_NUMBER: expected a number from 1 to 9, got '70'");
-  }
+  EXPECT_EQ(env_int({}, "MINFER_TEST_NUMBER", 1, 9, -1), -1);  // unset: the caller's default
+  EXPECT_DOUBLE_EQ(env_number({}, "MINFER_TEST_NUMBER", 1, 9, 120.0), 120.0);
+  EXPECT_EQ(env_int({{"MINFER_TEST_NUMBER", ""}}, "MINFER_TEST_NUMBER", 1, 9, -1), -1);  // empty counts as unset
+  const Environment seven = {{"MINFER_TEST_NUMBER", "7"}}, seventy = {{"MINFER_TEST_NUMBER", "70"}};
+  EXPECT_EQ(env_int(seven, "MINFER_TEST_NUMBER", 1, 9, -1), 7);
+  EXPECT_DOUBLE_EQ(env_number(seven, "MINFER_TEST_NUMBER", 1, 9, 120.0), 7.0);
+  EXPECT_EQ(error_of([&] { env_int(seventy, "MINFER_TEST_NUMBER", 1, 9, -1); }),
+            "MINFER_TEST_NUMBER: expected an integer from 1 to 9, got '70'");
+  EXPECT_EQ(error_of([&] { env_number(seventy, "MINFER_TEST_NUMBER", 1, 9, 1); }),
+            "MINFER_TEST_NUMBER: expected a number from 1 to 9, got '70'");
 }
 
 // MINFER_THREADS is read by the program's main (EngineOptions::from_env), which sizes the
