@@ -1,7 +1,10 @@
 #include "json_read.h"
 
+#include <cstring>
 #include <istream>
+#include <memory>
 #include <streambuf>
+#include <unordered_set>
 #include <vector>
 
 #include "trace_input.h"
@@ -41,6 +44,11 @@ class BoundedSax {
   bool key(string_t& k) {
     frames_.back().key = k;
     if (skipping_) return true;
+    if (!first_time(k)) {
+      // nlohmann keeps the last, a scan of the text (the server's slices) may take the first.
+      problem_ = "the key '" + k + "' appears twice in one object (readers would disagree on which counts)";
+      return false;
+    }
     if (opt_.skip_member && opt_.skip_member(k, frames_.size())) {
       skipping_ = true;
       skip_base_ = frames_.size();
@@ -65,6 +73,8 @@ class BoundedSax {
   }
 
   bool is_errored() const { return !problem_.empty(); }
+  // Where parsing stopped on an error (0 when a callback refused a value: no position known).
+  size_t error_byte() const { return byte_; }
 
   // "t.json: not valid JSON at byte 812 (/steps/0/time_ms): number 1e309 is out of range"
   [[noreturn]] void fail_with(const std::string& what) const {
@@ -83,7 +93,25 @@ class BoundedSax {
     bool array;
     size_t index = 0;
     std::string key;
+    size_t keys_begin = 0;  // this object's keys so far: keys_[keys_begin, end), or `many`
+    std::unique_ptr<std::unordered_set<std::string>> many;
   };
+
+  // Whether `k` is new in the object being read. Objects are small (a node record has ~10
+  // keys): their keys sit on one stack, searched in place; past kFewKeys an object gets a set.
+  bool first_time(const std::string& k) {
+    static constexpr size_t kFewKeys = 32;
+    Frame& f = frames_.back();
+    if (f.many) return f.many->insert(k).second;
+    for (size_t i = f.keys_begin; i < keys_.size(); ++i)
+      if (keys_[i] == k) return false;
+    keys_.push_back(k);
+    if (keys_.size() - f.keys_begin > kFewKeys) {
+      f.many = std::make_unique<std::unordered_set<std::string>>(keys_.begin() + static_cast<std::ptrdiff_t>(f.keys_begin), keys_.end());
+      keys_.resize(f.keys_begin);
+    }
+    return true;
+  }
 
   bool count_value() {
     if (++values_ <= opt_.max_values) return true;
@@ -109,11 +137,12 @@ class BoundedSax {
       problem_ = "nested deeper than " + std::to_string(opt_.max_depth) + " levels";
       return false;
     }
-    frames_.push_back(Frame{array, 0, {}});
+    frames_.push_back(Frame{array, 0, {}, keys_.size(), nullptr});
     return true;
   }
 
   bool leave(bool array) {
+    keys_.resize(frames_.back().keys_begin);
     frames_.pop_back();
     bool ok = true;
     if (skipping_) {
@@ -153,6 +182,7 @@ class BoundedSax {
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   const JsonReadOptions& opt_;
   std::vector<Frame> frames_;
+  std::vector<std::string> keys_;  // the keys of the open objects (Frame::keys_begin)
   bool skipping_ = false;
   size_t skip_base_ = 0;
   size_t byte_ = 0;
@@ -160,15 +190,29 @@ class BoundedSax {
   std::string problem_;
 };
 
-// Lets nlohmann read a TraceInput as a stream, one buffer at a time.
+// nlohmann ends its input at a NUL byte as at the end of the file, so a document followed by
+// "\0junk" read as valid. No JSON text holds a NUL (strings escape it): the input is cut at
+// the first one, and a document that parsed up to it is refused all the same.
+constexpr size_t kNoNul = static_cast<size_t>(-1);
+
+// Lets nlohmann read a TraceInput as a stream, one buffer at a time, up to its first NUL byte.
 class TraceInputBuf : public std::streambuf {
  public:
   explicit TraceInputBuf(TraceInput& in) : in_(in), buf_(size_t(1) << 16) {}
+  size_t first_nul() const { return first_nul_; }
 
  protected:
   int_type underflow() override {
-    const size_t n = in_.read(buf_.data(), buf_.size());
+    if (first_nul_ != kNoNul) return traits_type::eof();
+    size_t n = in_.read(buf_.data(), buf_.size());
     if (n == 0) return traits_type::eof();
+    if (const void* z = std::memchr(buf_.data(), 0, n)) {
+      const size_t at = static_cast<size_t>(static_cast<const char*>(z) - buf_.data());
+      first_nul_ = delivered_ + at;
+      n = at;
+      if (n == 0) return traits_type::eof();
+    }
+    delivered_ += n;
     setg(buf_.data(), buf_.data(), buf_.data() + n);
     return traits_type::to_int_type(buf_[0]);
   }
@@ -176,26 +220,39 @@ class TraceInputBuf : public std::streambuf {
  private:
   TraceInput& in_;
   std::vector<char> buf_;
+  size_t delivered_ = 0;
+  size_t first_nul_ = kNoNul;
 };
 
-template <class Input>
-json parse_with(Input&& input, const std::string& what, const JsonReadOptions& options) {
+// Parses `input`, which ends at its first NUL byte; first_nul() says where that was (kNoNul:
+// none), once the parser has read up to it.
+template <class Input, class FirstNul>
+json parse_with(Input&& input, FirstNul first_nul_of, const std::string& what, const JsonReadOptions& options) {
   json out;
   BoundedSax sax(out, options);
-  if (!json::sax_parse(std::forward<Input>(input), &sax) || sax.is_errored()) sax.fail_with(what);
+  const bool ok = json::sax_parse(std::forward<Input>(input), &sax) && !sax.is_errored();
+  const size_t first_nul = first_nul_of();
+  if (first_nul != kNoNul && (ok || sax.error_byte() >= first_nul)) {
+    JsonParseError e(what + ": not valid JSON at byte " + std::to_string(first_nul) +
+                     ": a NUL byte (a JSON text holds none: the file is damaged, or has bytes after its end)");
+    e.byte = first_nul;
+    throw e;
+  }
+  if (!ok) sax.fail_with(what);
   return out;
 }
 
 }  // namespace
 
 json parse_json_text(std::string_view text, const std::string& what, const JsonReadOptions& options) {
-  return parse_with(text, what, options);
+  const size_t nul = text.find('\0');
+  return parse_with(text.substr(0, nul), [nul] { return nul == std::string_view::npos ? kNoNul : nul; }, what, options);
 }
 
 json parse_json_stream(TraceInput& in, const std::string& what, const JsonReadOptions& options) {
   TraceInputBuf buf(in);
   std::istream stream(&buf);
-  return parse_with(stream, what, options);
+  return parse_with(stream, [&buf] { return buf.first_nul(); }, what, options);
 }
 
 }  // namespace minfer::trace

@@ -1,5 +1,7 @@
 #include "recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -45,13 +47,6 @@ std::string utc_now_iso() {
 
 std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-const char* no_output_reason(const Node& n) {
-  if (!n.executed()) return kNoOutputReasons[0];                  // fused
-  if (n.op == Op::KvStore) return kNoOutputReasons[1];            // kv_store
-  if (n.op == Op::Input) return kNoOutputReasons[2];  // input: token ids / positions, shown as the step's tokens
-  return kNoOutputReasons[3];                                     // no_buffer
 }
 
 LogitsData copy_logits(const float* x, int64_t n, int32_t chosen, const SampledLogits& s) {
@@ -157,6 +152,21 @@ struct Recorder::Impl {
         token_text(std::move(tt)),
         formatter(StepFormat{spec, opts.top_k, opts.outliers}, token_text),
         file(opts.path) {
+    try {
+      start();
+    } catch (...) {
+      // A recorder that cannot start (its journal's head did not fit on the disk) leaves no
+      // file: its caller never gets a partial_path() to remove.
+      const bool journaled = journal != nullptr;
+      journal.reset();
+      pipeline.reset();
+      if (journaled) ::unlink(journal_path_for(file.partial_path()).c_str());
+      ::unlink(file.partial_path().c_str());
+      throw;
+    }
+  }
+
+  void start() {
     if (!meta.is_object()) meta = nlohmann::json::object();
     meta["options"] = opts.to_json();
     if (!meta.contains("recorded_at")) meta["recorded_at"] = utc_now_iso();
@@ -393,15 +403,6 @@ void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) 
 
 void Recorder::on_node_view(const Node& n, const NodeView& v) {
   if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, v);
-}
-
-void Recorder::on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
-  (void)s;
-  StepLogits l;
-  l.logits = logits;
-  l.n_vocab = n_vocab;
-  l.chosen = chosen;
-  if (impl_) impl_->on_logits(l);
 }
 
 void Recorder::on_step_logits(const StepInfo& s, const StepLogits& l) {

@@ -40,10 +40,10 @@ class Recorder final : public Observer {
   void on_step_begin(const Graph& g, const StepInfo& s) override;
   StepRecording recording(const StepInfo& s) const override;
   bool wants(const Node& n) const override;
+  // Observer requires it; the executor calls on_node_view, which this forwards to.
   void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override;
   // Paired traces add the reference's summary and the comparison (docs: NodeRecord `cmp`).
   void on_node_view(const Node& n, const NodeView& v) override;
-  void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override;
   // With `sampled` and, paired, `ref_logits` and the step's `compare`.
   void on_step_logits(const StepInfo& s, const StepLogits& l) override;
   void on_step_end(const StepInfo& s, double seconds) override;

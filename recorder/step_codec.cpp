@@ -188,8 +188,11 @@ StepData decode_step(const char* p, size_t n, const std::string& what) {
   dec.get(d);
   if (dec.p != dec.end) dec.bad("bytes after the step");
   if (static_cast<int>(d.info.phase) < 0 || static_cast<int>(d.info.phase) > 1) dec.bad("phase");
-  for (const NodeData& nd : d.nodes)
+  for (const NodeData& nd : d.nodes) {
     if (nd.id < 0 || static_cast<size_t>(nd.id) >= d.node_gpu.size()) dec.bad("a node id");
+    // The formatter writes a reference's summary with its comparison (`ref` with `cmp`).
+    if (nd.ref && !nd.full) dec.bad("a reference summary without its comparison");
+  }
   // What the step formatter reads together (step_json.cpp): the sampler's logits with the
   // logits' length, the reference's logits with the step's.
   for (const std::optional<LogitsData>* l : {&d.logits, &d.ref_logits})

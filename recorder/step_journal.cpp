@@ -64,8 +64,14 @@ StepJournal::StepJournal(std::string path, const StepFormat& f, const std::vecto
   }
   std::string head(sizeof kMagic, '\0');  // the magic goes in last: a cut header has none
   put(head, static_cast<uint64_t>(body.size()));
-  write_all_v(fd_, {iovec{head.data(), head.size()}, iovec{body.data(), body.size()}}, 0, path_);
-  write_all(fd_, kMagic, sizeof kMagic, 0, path_);
+  try {
+    write_all_v(fd_, {iovec{head.data(), head.size()}, iovec{body.data(), body.size()}}, 0, path_);
+    write_all(fd_, kMagic, sizeof kMagic, 0, path_);
+  } catch (...) {  // a journal that could not start is not left half written (a full disk)
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    throw;
+  }
   records_start_ = end_ = static_cast<int64_t>(head.size() + body.size());
   bytes_written_ = end_;
 }

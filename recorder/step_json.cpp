@@ -113,7 +113,7 @@ std::string StepFormatter::node_records_json(const StepData& d, size_t begin, si
   std::string o;
   for (size_t i = begin; i < end; ++i) {
     if (i) o += ',';
-    std::string r = node_json(d.nodes[i]);
+    std::string r = node_record(d.nodes[i]);
     const NodeGpuTime& gt = d.node_gpu.at(static_cast<size_t>(d.nodes[i].id));
     if (gt.us >= 0) {  // the node's GPU time from its kernels
       r.pop_back();
@@ -125,7 +125,7 @@ std::string StepFormatter::node_records_json(const StepData& d, size_t begin, si
   return o;
 }
 
-std::string StepFormatter::node_json(const NodeData& d) const {
+std::string StepFormatter::node_record(const NodeData& d) const {
   std::string o = "{\"id\":";
   append_int(o, d.id);
   if (d.time.measured()) {  // a step replayed as one CUDA graph has no host time per node

@@ -30,6 +30,10 @@ class StepFormatter {
   // The step as parts: head (up to `"nodes":[`), node records kNodesPerPart at a time, tail.
   std::vector<std::function<std::string()>> parts(const std::shared_ptr<const StepData>& d) const;
   std::string text(const StepData& d) const;  // the parts joined, on this thread
+  // One node's record (docs/trace-format.md, NodeRecord) without the step's GPU fields: what the
+  // step's parts write per node, and what a live run streams per node (viz-server/live_runs.cpp,
+  // with a statistics-only format), so the page sees the same record either way.
+  std::string node_record(const NodeData& d) const;
 
   // Node records per part. A fixed count keeps a step's bytes the same on every machine; a 0.5b
   // decode step (~500 nodes) makes ~60 parts of ~0.1 ms each: the workers finish a step about
@@ -41,7 +45,6 @@ class StepFormatter {
   std::string text_of(int32_t id) const { return token_text_ ? token_text_(id) : std::string(); }
   std::string head_json(const StepData& d) const;
   std::string node_records_json(const StepData& d, size_t begin, size_t end) const;
-  std::string node_json(const NodeData& d) const;
   std::string logits_json(const LogitsData& d) const;
   std::string tail_json(const StepData& d) const;
 

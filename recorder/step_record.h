@@ -18,6 +18,14 @@ namespace minfer::trace {
 // and the journal's decoder point into this list.
 inline constexpr const char* kNoOutputReasons[] = {"fused", "kv_store", "input", "no_buffer"};
 
+// Why node n, reported without an output, has none.
+inline const char* no_output_reason(const Node& n) {
+  if (!n.executed()) return kNoOutputReasons[0];      // fused
+  if (n.op == Op::KvStore) return kNoOutputReasons[1];  // kv_store
+  if (n.op == Op::Input) return kNoOutputReasons[2];    // input: token ids / positions, shown as the step's tokens
+  return kNoOutputReasons[3];                           // no_buffer
+}
+
 struct NodeData {
   int id = -1;
   int64_t rows = 0, cols = 0;

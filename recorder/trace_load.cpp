@@ -27,6 +27,15 @@ JsonReadOptions limits_for(uint64_t max_bytes) {
 }
 
 bool salvage(const std::string& text, const std::string& what, uint64_t max_bytes, json& out) {
+  // A crash can leave a file zero-filled past what was written: what comes before the NULs may
+  // be whole.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    try {
+      out = parse_json_text(std::string_view(text).substr(0, nul), what, limits_for(max_bytes));
+      return true;
+    } catch (const JsonParseError&) {
+    }
+  }
   // Only the last two step starts can be the cut point of a file this writer produced (the
   // step in flight, or the tail after it); trying more would only cost time on a broken file.
   size_t cut = text.size();

@@ -6,7 +6,9 @@
 #   scripts/run-gguf-fuzz.sh                 # as CI runs it
 #   MINFER_GGUF_MUTATIONS=200000 scripts/run-gguf-fuzz.sh   # a longer mutation run
 #
-# Env: MINFER_ASAN_BUILD (build folder, default build-asan), MINFER_JOBS (ninja -j, default 2).
+# Env: MINFER_ASAN_BUILD (build folder, default build-asan), MINFER_JOBS (ninja -j, default 2),
+#      MINFER_GGUF_MUTATIONS (mutants, default 20000), MINFER_GGUF_CRAFTED (crafted files with huge
+#      metadata arrays, whole or then mutated, default 300).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -50,8 +50,9 @@ MINFER_TRACE_MUTATIONS=$trace_mutations scripts/run-trace-fuzz.sh || status=1
 step "fresh recordings (tiny preset: both matmul paths, and paired in lockstep) validate"
 scripts/make-sample-traces.sh build build/fresh-traces tiny || status=1
 
-step "web unit tests (vitest)"
+step "web unit tests (vitest) and type check (the page's model against the schema's generated types)"
 npm run --silent build:web || status=1
+npm run --silent typecheck:web || status=1
 npm run --silent test:web || status=1
 
 step "web end-to-end tests (chromium)"

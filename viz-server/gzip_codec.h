@@ -1,5 +1,6 @@
 // gzip (RFC 1952) compression for trace bodies, via zlib. Inflating goes through the
-// recorder's capped reader (trace_input.h), the one inflater of the project.
+// recorder's capped reader (trace_input.h), the one inflater of the project; the server reads
+// stored files only (trace::read_trace_text), so it holds no in-memory inflater of its own.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -14,12 +15,5 @@ namespace minfer::viz {
 bool looks_gzipped(std::string_view bytes);
 
 using trace::gzip_compress;  // recorder/gzip_compress.h
-
-// Inflates gzip bytes held in memory (concatenated members allowed). Throws minfer::Error
-// naming `what` when they are not gzip, corrupt, truncated, followed by other bytes, or
-// inflate beyond max_out bytes. Stored files: trace::read_trace_text reads them without
-// holding the compressed bytes.
-std::string gzip_decompress(std::string_view gz, const std::string& what,
-                            uint64_t max_out = trace::kDefaultMaxTraceBytes);
 
 }  // namespace minfer::viz

@@ -13,17 +13,17 @@
 #include <thread>
 
 #include "cli/backend_choice.h"
+#include "cli/run_meta.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "event_log.h"
 #include "exec/generate.h"
-#include "gguf/gguf_reader.h"
 #include "graph_json.h"
 #include "http_util.h"
+#include "json_out.h"
 #include "model/model.h"
 #include "recorder.h"
-#include "sha256.h"
 #include "step_journal.h"
+#include "step_json.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
 
@@ -51,7 +51,8 @@ struct Run {
 };
 
 // Tees the engine's observer calls to the recorder and to the event log. Per-node summaries
-// for the page (stats only) are computed only while a page listens.
+// for the page (stats only) are computed only while a page listens; what the page gets is spelled
+// by the trace's own formatter and logits summary, so the stream says what the file says.
 class LiveObserver final : public Observer {
  public:
   LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
@@ -64,64 +65,42 @@ class LiveObserver final : public Observer {
     if (run_.cancel) throw Cancelled{};
     rec_->on_step_begin(g, s);
     json toks = json::array();
-    for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", tok_.token_bytes(id)}});
+    for (int32_t id : s.tokens) toks.push_back({{"id", id}, {"text", text(id)}});
     push(*run_.log, "step", {{"step", s.step}, {"phase", s.phase == Phase::Prefill ? "prefill" : "decode"},
                             {"graph", s.phase == Phase::Prefill ? "prefill" : "decode"}, {"pos", s.pos0}, {"tokens", toks}});
     step_ = s.step;
   }
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
+  // Observer requires it; the executor calls on_node_view.
   void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
-  // The recorder gets the whole view (outliers' activation scales, paired comparisons).
+  // The recorder gets the whole view (outliers' activation scales, paired comparisons). The page
+  // gets the node's record as the trace file writes it (trace::StepFormatter::node_record),
+  // statistics only, with its step.
   void on_node_view(const Node& n, const NodeView& v) override {
     if (rec_->wants(n)) rec_->on_node_view(n, v);
-    const NodeOutput* out = v.out;
-    const NodeTime& t = v.time;
     if (run_.listeners == 0) return;
-    json ev = {{"step", step_}, {"id", n.id}};
-    if (t.measured()) ev["time_us"] = t.seconds * 1e6;
-    if (out) {
-      SummarySpec spec;
-      spec.grid_rows = 0;
-      spec.hist_bins = 0;
-      const TensorStats st = out->summarize(spec).stats;
-      auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-      ev["stats"] = {{"min", num(st.min)}, {"max", num(st.max)}, {"mean", num(st.mean)}, {"absmean", num(st.absmean)},
-                     {"std", num(st.std)}, {"count", st.count}, {"nan", st.nan}, {"inf", st.inf}};
-    } else {
-      ev["no_output"] = true;
-    }
-    push(*run_.log, "node", ev);
+    trace::NodeData d;
+    d.id = n.id;
+    d.rows = n.rows();
+    d.cols = n.cols();
+    d.time = v.time;
+    if (v.out == nullptr || !n.executed() || !n.has_output) d.no_output = trace::no_output_reason(n);
+    else d.summary = v.out->summarize(records_.format().spec);
+    std::string ev = "{\"step\":" + std::to_string(step_) + ",";
+    ev += records_.node_record(d).substr(1);
+    run_.log->push("node", ev);
   }
-  void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) override {
-    StepLogits l;
-    l.logits = logits;
-    l.n_vocab = n_vocab;
-    l.chosen = chosen;
-    on_step_logits(s, l);
-  }
-  // The recorder gets what the sampler drew from (logits.sampled).
+  // The recorder gets what the sampler drew from (logits.sampled). The page gets the chosen token
+  // and the first entries of the trace's top-k: the one softmax/top-k rule (summarize_logits),
+  // numbers at the trace's precision, texts as the trace writes them.
   void on_step_logits(const StepInfo& s, const StepLogits& l) override {
     rec_->on_step_logits(s, l);
-    const float* logits = l.logits;
-    const int64_t n_vocab = l.n_vocab;
-    const int32_t chosen = l.chosen;
-    // Softmax probabilities of the top 5 and of the chosen token.
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
-    double z = 0;
-    for (int64_t i = 0; i < n_vocab; ++i) z += std::exp(static_cast<double>(logits[i] - mx));
-    std::vector<int32_t> top;
-    for (int k = 0; k < 5; ++k) {
-      int32_t best = -1;
-      for (int64_t i = 0; i < n_vocab; ++i)
-        if ((best < 0 || logits[i] > logits[best]) && std::find(top.begin(), top.end(), i) == top.end()) best = static_cast<int32_t>(i);
-      if (best >= 0) top.push_back(best);
-    }
+    const LogitsSummary ls = l.summary ? *l.summary : summarize_logits(l.logits, l.n_vocab, l.chosen, kTokenEventTop);
     json tj = json::array();
-    for (int32_t id : top)
-      tj.push_back({{"id", id}, {"text", tok_.token_bytes(id)}, {"p", std::exp(static_cast<double>(logits[id] - mx)) / z}});
-    push(*run_.log, "token", {{"step", s.step}, {"id", chosen}, {"text", tok_.token_bytes(chosen)},
-                             {"p", std::exp(static_cast<double>(logits[chosen] - mx)) / z}, {"top", tj}});
+    for (size_t i = 0; i < ls.top.size() && i < static_cast<size_t>(kTokenEventTop); ++i)
+      tj.push_back({{"id", ls.top[i].id}, {"text", text(ls.top[i].id)}, {"p", trace::round6(ls.top[i].p)}});
+    push(*run_.log, "token", {{"step", s.step}, {"id", l.chosen}, {"text", text(l.chosen)},
+                             {"p", trace::round6(ls.chosen_rank >= 0 ? ls.chosen_p : 0.0)}, {"top", tj}});
   }
   void on_step_end(const StepInfo& s, double seconds) override {
     rec_->on_step_end(s, seconds);
@@ -133,9 +112,20 @@ class LiveObserver final : public Observer {
   std::vector<double> step_seconds;
 
  private:
+  static constexpr int kTokenEventTop = 5;  // top entries per token event
+  static trace::StepFormat stats_only() {
+    trace::StepFormat f;
+    f.spec.grid_rows = 0;
+    f.spec.hist_bins = 0;
+    return f;
+  }
+  // A token's text as the trace writes it (invalid UTF-8 replaced, recorder/json_out.h).
+  std::string text(int32_t id) const { return id >= 0 ? trace::sanitize_utf8(tok_.token_bytes(id)) : std::string(); }
+
   Observer* rec_;
   Run& run_;
   const Tokenizer& tok_;
+  trace::StepFormatter records_{stats_only(), nullptr};  // node events: the trace's records, statistics only
   int step_ = 0;
 };
 
@@ -244,8 +234,18 @@ class LiveRuns {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
-    run->trace_name = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path + ".json";
-    json meta = run_meta(model, lm, *be, prompt, so, max_tokens);
+    run->trace_name = unused_trace_name("live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path);
+    trace::RecorderOptions opts;  // the recorder's defaults
+    opts.path = (out_dir_ / run->trace_name).string();
+    // The meta every recording program writes (cli/run_meta.h), marked as a live run's.
+    // Its observer asks the backend for nothing (LiveObserver has no recording()): the meta says
+    // where its summaries came from and that it holds no kernel records.
+    RunSettings settings{paths_.at(model), so, max_tokens, opts.kernel_steps};
+    settings.backend_records = false;
+    settings.digest_cache_dir = digest_cache_dir_;
+    json meta = run_meta(*lm.model, *be, settings,
+                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
+    meta["live_run"] = true;
     push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
@@ -254,7 +254,9 @@ class LiveRuns {
     g.n_predict = max_tokens;
     g.sampler = so;
     g.graph_fusion = engine_.graph_fusion;
-    thread_ = std::thread([this, run, &lm, ids, g, meta, be = std::move(be)]() mutable { execute(*run, lm, *be, ids, g, meta); });
+    thread_ = std::thread([this, run, &lm, ids, g, opts, meta, be = std::move(be)]() mutable {
+      execute(*run, lm, *be, ids, g, opts, meta);
+    });
     return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
   }
 
@@ -295,6 +297,21 @@ class LiveRuns {
   }
 
  private:
+  // stem + ".json", or stem + ".2.json", ".3.json"... when a file (or link) of that name or its
+  // .partial is in the folder already: another server sharing the folder numbers its runs from 1
+  // too, and a run's trace saved over another's would lose that one. (A run of another server
+  // started at the same moment can still claim the name first: this run's recorder is then
+  // refused with a clear error, never writes into that run's file.)
+  std::string unused_trace_name(const std::string& stem) const {
+    for (int k = 1; k <= 1000; ++k) {
+      const std::string name = stem + (k > 1 ? "." + std::to_string(k) : "") + ".json";
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(out_dir_ / name, ec)) && !fs::exists(fs::symlink_status(out_dir_ / (name + ".partial"), ec)))
+        return name;
+    }
+    throw HttpError{409, "run: " + stem + ".json and 999 names after it are taken in the traces folder"};
+  }
+
   LoadedModel& load(const std::string& name) {
     auto it = loaded_.find(name);
     if (it != loaded_.end()) return it->second;
@@ -308,30 +325,9 @@ class LiveRuns {
     return loaded_[name] = std::move(lm);
   }
 
-  json run_meta(const std::string& model, LoadedModel& lm, const Backend& b, const std::string& prompt,
-                const SamplerOptions& so, int max_tokens) {
-    const HParams& h = lm.model->hp;
-    json types = json::object();
-    for (auto& [cls, t] : lm.model->weight_type_summary()) types[cls] = t;
-    std::string name;
-    if (const GGUFValue* v = lm.model->file->find("general.name"); v && v->type == GGUFValueType::STRING) name = v->s;
-    return {{"model", {{"file", model}, {"sha256", trace::sha256_file(paths_.at(model), digest_cache_dir_)}, {"size_bytes", lm.model->file->file_size()},
-                       {"architecture", architecture_name(h.arch)}, {"name", name},
-                       {"hparams", {{"n_vocab", h.n_vocab}, {"n_ctx", h.n_ctx}, {"n_embd", h.n_embd}, {"n_layer", h.n_layer},
-                                    {"n_head", h.n_head}, {"n_head_kv", h.n_head_kv}, {"head_dim", h.head_dim}, {"n_ff", h.n_ff},
-                                    {"rope_base", h.rope_base}, {"rms_eps", h.rms_eps}, {"tied_embeddings", h.tied_embeddings}}},
-                       {"weight_types", types}}},
-            {"backend", b.name()}, {"device", b.device()}, {"matmul_path", b.matmul_path_label()},
-            {"cuda_graph", false}, {"threads", ThreadPool::global().size()}, {"prompt", prompt},
-            {"sampler", {{"temperature", so.temperature}, {"top_k", so.top_k}, {"top_p", so.top_p},
-                         {"repeat_penalty", so.repeat_penalty}, {"seed", so.seed}, {"n_predict", max_tokens}}},
-            {"live_run", true}};
-  }
-
-  void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g, const json& meta) {
+  void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g,
+               const trace::RecorderOptions& opts, const json& meta) {
     const Tokenizer& tok = *lm.tok;
-    trace::RecorderOptions opts;
-    opts.path = (out_dir_ / run.trace_name).string();
     bool cancelled = false;
     GenerateResult r;
     // The last event ("done" or "error"); it goes out once the run is over (see below).

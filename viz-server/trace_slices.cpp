@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <thread>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
 
 #include "core/error.h"
 #include "gzip_codec.h"
@@ -63,13 +65,27 @@ struct Scanner {
     while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n') ++i;
     return {b, i};
   }
-  // Iterates the members of an object; f(key) must consume the value.
+  // Iterates the members of an object; f(key) must consume the value. A key written twice, or
+  // with an escape ("st\u0065ps" is "steps" to a JSON parser), is refused: this scan and the
+  // parsers that read the whole file (the validator, the page) must see the same members.
   template <class F> void members(F f) {
     expect('{');
     ws();
     if (i < s.size() && s[i] == '}') { ++i; return; }
+    std::vector<std::string_view> few;
+    std::unordered_set<std::string_view> many;
     for (;;) {
       std::string_view key = string();
+      if (key.find('\\') != std::string_view::npos) bad("a key written with an escape");
+      bool repeated = false;
+      if (few.size() < 32) {
+        repeated = std::find(few.begin(), few.end(), key) != few.end();
+        few.push_back(key);
+      } else {
+        if (many.empty()) many.insert(few.begin(), few.end());
+        repeated = !many.insert(key).second;
+      }
+      if (repeated) fail(what, ": the key '", key, "' appears twice in one object at byte ", i);
       expect(':');
       f(key);
       ws();
@@ -221,6 +237,8 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what, ui
     }
   });
   if (!have_steps && out.version >= 2) fail(what, ": field 'steps' is missing");
+  sc.ws();
+  if (sc.i < text.size()) sc.bad(text[sc.i] == '\0' ? "a NUL byte after the trace's JSON object" : "bytes after the trace's JSON object");
   return out;
 }
 

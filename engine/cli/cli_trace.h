@@ -1,11 +1,10 @@
 // Connects the CLI to the recorder: starts a trace when MINFER_TRACE / --trace asks for one.
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "cli/cli_args.h"
-#include "cli/tokens_from.h"
+#include "cli/run_meta.h"
 #include "core/environment.h"
 #include "exec/backend.h"
 #include "exec/generate.h"
@@ -14,16 +13,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
-
-// What a run adds to the trace's meta beyond the model and the backend.
-struct TraceExtras {
-  std::string prompt;                    // the prompt text as run (meta.prompt)
-  const Backend* reference = nullptr;    // paired run: meta.compare
-  const ReplayTokens* replay = nullptr;  // --tokens-from: meta.tokens_from
-  // The backend's streaming-read probe (Backend::read_bandwidth_gbs), called once when a CUDA
-  // run is traced: meta.device_limits, the roofline's bandwidth roof. Empty: not recorded.
-  std::function<double()> read_bandwidth_gbs = nullptr;
-};
 
 class TraceSession {
  public:

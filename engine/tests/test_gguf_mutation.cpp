@@ -7,6 +7,7 @@
 // More cases:         MINFER_GGUF_MUTATIONS=<count> test_gguf_mutation
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -299,6 +300,119 @@ TEST(GGUFMutation, ThousandsOfCorruptCopiesParseOrThrowError) {
     EXPECT_GE(kinds.size(), 20u);
     for (const auto& k : kinds) std::printf("  %s\n", k.c_str());
   }
+}
+
+// Issue 31, item 6: files whose metadata holds huge arrays (a 16 MiB UINT8 array loaded at
+// 1.8 GB, 2 million empty strings at 454 MB before arrays became views of the file). Crafted,
+// not mutated: 1-3 arrays of any element type (strings empty or not, arrays of INT32 arrays),
+// up to 2^22 elements and 8 MiB each; half of them then mutated once or twice. Each must parse
+// or throw minfer::Error; a whole one's parse allocates at most 1 MiB whatever its arrays hold.
+std::vector<uint8_t> crafted_big_arrays(std::mt19937_64& rng, std::string& what) {
+  static const size_t kElemBytes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};  // by type id; 0: STRING, ARRAY
+  static const uint64_t kCounts[] = {0, 1, 1 << 10, 1 << 16, 1 << 20, 1 << 22};
+  constexpr uint64_t kMaxBytes = 8 << 20;
+  std::vector<uint8_t> b;
+  auto put = [&](auto v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  };
+  const int n_keys = 1 + static_cast<int>(rng() % 3);
+  put(uint32_t{0x46554747});
+  put(uint32_t{3});
+  put(uint64_t{0});  // tensors
+  put(uint64_t{static_cast<uint64_t>(n_keys)});
+  for (int k = 0; k < n_keys; ++k) {
+    const std::string key = "x.big" + std::to_string(k);
+    put(uint64_t{key.size()});
+    b.insert(b.end(), key.begin(), key.end());
+    put(uint32_t{9});  // ARRAY
+    const uint32_t type = static_cast<uint32_t>(rng() % 13);
+    put(type);
+    uint64_t count = kCounts[rng() % std::size(kCounts)];
+    if (type == 8) {  // STRING: each 8 bytes of length, then 0-3 bytes
+      count = std::min<uint64_t>(count, kMaxBytes / 11);
+      put(count);
+      for (uint64_t e = 0; e < count; ++e) {
+        const uint64_t len = rng() % 4;
+        put(len);
+        for (uint64_t c = 0; c < len; ++c) b.push_back(static_cast<uint8_t>('a' + c));
+      }
+    } else if (type == 9) {  // ARRAY of INT32 arrays of 0-4 elements
+      count = std::min<uint64_t>(count, kMaxBytes / 28);
+      put(count);
+      for (uint64_t e = 0; e < count; ++e) {
+        const uint64_t n = rng() % 5;
+        put(uint32_t{5});
+        put(n);
+        for (uint64_t c = 0; c < n; ++c) put(static_cast<int32_t>(e + c));
+      }
+    } else {
+      count = std::min<uint64_t>(count, kMaxBytes / kElemBytes[type]);
+      put(count);
+      const size_t at = b.size();
+      b.resize(at + count * kElemBytes[type]);
+      if (type == 7)  // BOOL: 0 or 1
+        for (size_t i = at; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i & 1);
+      else
+        for (size_t i = at; i < b.size(); i += 64) b[i] = static_cast<uint8_t>(rng());
+    }
+    what += (k ? ", " : "") + std::to_string(count) + " x " + gguf_value_type_name(static_cast<VT>(type));
+  }
+  b.resize((b.size() + 31) / 32 * 32, 0);
+  return b;
+}
+
+TEST(GGUFMutation, CraftedHugeArraysParseIntoViewsOrThrowError) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+  const size_t n_cases = env_size("MINFER_GGUF_CRAFTED", 300);
+  size_t parsed = 0, rejected = 0, mutated = 0, most_allocated = 0;
+  uint64_t elements = 0;
+  for (size_t c = 0; c < n_cases && !HasFailure(); ++c) {
+    std::mt19937_64 rng(0x5eed0000ULL + c);
+    std::string what;
+    std::vector<uint8_t> bytes = crafted_big_arrays(rng, what);
+    const bool damaged = rng() % 2 == 0;
+    if (damaged) {  // then damaged: counts, types and lengths sit everywhere in such a file
+      Mutator m{std::mt19937_64(rng()), rng() % 2 ? bytes.size() : std::min<size_t>(bytes.size(), 96), ""};
+      for (int k = 1 + static_cast<int>(rng() % 2); k > 0; --k) m.mutate_once(bytes);
+      what += "; then " + m.description;
+      ++mutated;
+    }
+    g_current_case = "crafted case " + std::to_string(c) + ": " + what;
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size() ? bytes.size() : 1]);
+    std::memcpy(buf.get(), bytes.data(), bytes.size());
+    g_largest = 0;
+    g_total = 0;
+    g_tracking = true;
+    try {
+      auto f = GGUFFile::from_memory(buf.get(), bytes.size(), "big.gguf");
+      g_tracking = false;
+      ++parsed;
+      for (const auto& [key, v] : f->metadata()) {
+        (void)v.to_string();
+        elements += v.type == VT::ARRAY ? v.size() : 1;
+        if (v.type == VT::ARRAY && v.size() <= (1u << 16)) v.for_each([](const GGUFValue& e) { (void)e.to_string(); });
+      }
+    } catch (const Error& e) {
+      g_tracking = false;
+      ++rejected;
+      EXPECT_EQ(std::string(e.what()).rfind("big.gguf: ", 0), 0u) << g_current_case << "\n" << e.what();
+    } catch (const std::exception& e) {
+      g_tracking = false;
+      ADD_FAILURE() << g_current_case << ": threw a non-minfer exception: " << e.what();
+    }
+    // Whole, the arrays are views: 1 MiB covers the keys. Damaged, a count may be anything the
+    // file's size allows (the rule of the mutation test above).
+    const size_t budget = damaged ? 128 * bytes.size() + (64 << 10) : size_t{1} << 20;
+    EXPECT_LE(g_total.load(), budget) << g_current_case << ": a parse allocated " << g_total.load() << " bytes";
+    if (!damaged) most_allocated = std::max(most_allocated, g_total.load());
+  }
+  std::printf("crafted huge arrays: %zu files (%zu then mutated), %zu parsed (%llu metadata elements), %zu rejected; "
+              "most allocated by one parse of a whole one: %zu bytes\n",
+              parsed + rejected, mutated, parsed, static_cast<unsigned long long>(elements), rejected, most_allocated);
+  EXPECT_GT(parsed, 0u);
 }
 
 }  // namespace

@@ -156,14 +156,14 @@ inline void run(Observer& obs, const Run& r) {
       if (!obs.wants(n)) continue;
       const NodeTime t{1e-5 * n.id, 1e-5 * (1 + n.id % 7)};
       if (!n.executed() || !n.has_output) {
-        obs.on_node(n, nullptr, n.executed() ? t : NodeTime{0, 0});
+        obs.on_node_view(n, NodeView{nullptr, n.executed() ? t : NodeTime{0, 0}});
         continue;
       }
       std::vector<float> v = node_values(r, step, n);
       if (r.perturb) r.perturb(step, n, v);
       if (!r.paired) {
         HostOutput out(std::move(v), n.rows(), n.cols());
-        obs.on_node(n, &out, t);
+        obs.on_node_view(n, NodeView{&out, t});
         continue;
       }
       const bool matmul = n.op == Op::MatMul || n.op == Op::Logits;
@@ -200,7 +200,11 @@ inline void run(Observer& obs, const Run& r) {
       l.sampled = {nullptr, 0.f, 1.f};
       obs.on_step_logits(s, l);
     } else {
-      obs.on_logits(s, lg.data(), static_cast<int64_t>(lg.size()), next);
+      StepLogits l;  // what the sampler drew from is not known
+      l.logits = lg.data();
+      l.n_vocab = static_cast<int64_t>(lg.size());
+      l.chosen = next;
+      obs.on_step_logits(s, l);
     }
     obs.on_step_end(s, 1e-3 * (step == 0 ? 5 : 1));
     pos += static_cast<int>(s.tokens.size());

@@ -232,6 +232,66 @@ TEST_F(Hardening, CorruptGzipIsNotValid) {
   EXPECT_EQ(sh(dir, kTool + " validate " + dir + "/two.json.gz").code, 0);  // concatenated members are gzip
 }
 
+// Issue 31, item 2 (related): a trace followed by a NUL byte and junk was valid to every tool
+// (nlohmann ends its input at a NUL); the winner's trace of two writers ended in 244k NULs and
+// the loser's bytes.
+TEST_F(Hardening, ATraceFollowedByANulByteAndJunkIsNotValid) {
+  const std::string text = good.dump();
+  const std::string nul = dir + "/nul.json", nul_gz = dir + "/nul.json.gz";
+  write(nul, text + std::string(1, '\0') + "the loser's bytes");
+  write(nul_gz, gzip_bytes(text + std::string(4096, '\0')));
+  const std::string want = ": not valid JSON at byte " + std::to_string(text.size()) + ": a NUL byte";
+  EXPECT_NE(error_of([&] { load_trace(nul); }).find("nul.json" + want), std::string::npos) << error_of([&] { load_trace(nul); });
+  for (const std::string& path : {nul, nul_gz})
+    for (const std::string& args : {"validate " + path, "summary " + path, "export-perfetto " + path + " -o " + dir + "/p.json",
+                                    "diff " + good_path + " " + path, "diff --json " + path + " " + good_path}) {
+      const Exec r = sh(dir, kTool + " " + args);
+      EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+      EXPECT_NE(r.err.find(want), std::string::npos) << args << "\n" << r.err;
+    }
+  // A NUL inside the text is no better, and a text parsed from memory is read the same way.
+  std::string inside = text;
+  inside[inside.find("\"steps\"") - 1] = '\0';
+  EXPECT_NE(error_of([&] { parse_json_text(inside, "t"); }).find("t: not valid JSON at byte "), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_json_text(inside, "t"); }).find(": a NUL byte"), std::string::npos);
+  // A killed run's .partial zero-filled past its end (a crash of the machine) keeps its steps.
+  const std::string padded = dir + "/padded.json.partial";
+  write(padded, text + std::string(1000, '\0'));
+  LoadInfo info;
+  EXPECT_EQ(load_trace(padded, &info)["steps"].size(), good["steps"].size());
+  EXPECT_TRUE(info.salvaged);
+}
+
+// Issue 31, item 2 (related): a trace with two "steps" keys was read as the first by the
+// server's slices and as the last by the validator and the page. Every JSON reader of the tools
+// now refuses a key written twice in one object, at any depth.
+TEST_F(Hardening, AKeyTwiceInOneObjectIsNotValid) {
+  std::string text = good.dump();
+  ASSERT_EQ(text.back(), '}');
+  const std::string two_steps = dir + "/two-steps.json";
+  write(two_steps, text.substr(0, text.size() - 1) + ",\"steps\":[]}");
+  for (const std::string& args : {"validate " + two_steps, "summary " + two_steps, "diff " + good_path + " " + two_steps}) {
+    const Exec r = sh(dir, kTool + " " + args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.err.find("two-steps.json: not valid JSON (/steps): the key 'steps' appears twice in one object"), std::string::npos)
+        << args << "\n" << r.err;
+  }
+  const size_t at = text.find("\"time_ms\":");  // a step's member
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"time_ms\":1,");
+  const std::string deep = dir + "/two-times.json";
+  write(deep, text);
+  const std::string e = error_of([&] { load_trace(deep); });
+  EXPECT_NE(e.find("two-times.json: not valid JSON (/steps/0/time_ms): the key 'time_ms' appears twice"), std::string::npos) << e;
+  // Objects with many keys are checked too (past the small objects' in-place search).
+  json wide = json::object();
+  for (int i = 0; i < 100; ++i) wide["k" + std::to_string(i)] = i;
+  std::string w = wide.dump();
+  EXPECT_NO_THROW(parse_json_text(w, "wide"));
+  w.insert(1, "\"k77\":0,");
+  EXPECT_NE(error_of([&] { parse_json_text(w, "wide"); }).find("the key 'k77' appears twice"), std::string::npos);
+}
+
 // Defect 10: devices, FIFOs and directories are refused at once.
 TEST_F(Hardening, SpecialFilesAreRefusedWithoutBlocking) {
   const std::string fifo = dir + "/trace.fifo";

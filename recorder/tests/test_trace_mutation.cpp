@@ -101,6 +101,8 @@ TEST(TraceMutation, DamagedTracesAreReadOrRefusedWithAnError) {
   const double slow_limit_s = 20;  // per mutant, generous for ASan on a loaded 2-core machine
   const fuzz::TraceMutator mutator(original);
   size_t refused = 0, invalid = 0, read = 0, tool_runs = 0;
+  // The crafted classes (trace_mutator.h): how many ran, and how many of those were refused.
+  size_t key_twice = 0, key_twice_refused = 0, nul_after = 0, nul_after_refused = 0;
   double slowest = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const fuzz::Mutant m = mutator.make(seed * 1'000'003 + i);
@@ -108,10 +110,20 @@ TEST(TraceMutation, DamagedTracesAreReadOrRefusedWithAnError) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << m.bytes;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      switch (read_every_way(path, original)) {
+      const Outcome o = read_every_way(path, original);
+      switch (o) {
         case Outcome::RefusedAtLoad: ++refused; break;
         case Outcome::Invalid: ++invalid; break;
         case Outcome::ReadByAll: ++read; break;
+      }
+      if (m.crafted != fuzz::Crafted::None) {
+        const bool key = m.crafted == fuzz::Crafted::KeyTwice;
+        ++(key ? key_twice : nul_after);
+        if (o == Outcome::RefusedAtLoad) ++(key ? key_twice_refused : nul_after_refused);
+        // Refused at load, every time: unless its gzip is damaged (refused for that) or a
+        // .partial's salvage cut the flaw away (a NUL tail or a last step holding the key).
+        if (!m.gzip_damaged && path.find(".partial") == std::string::npos)
+          EXPECT_EQ(o, Outcome::RefusedAtLoad) << "mutant " << i << " (" << m.what << ") was not refused at load";
       }
     } catch (const std::exception& e) {
       ADD_FAILURE() << "mutant " << i << " (" << m.what << "): not a minfer::Error: " << e.what();
@@ -132,6 +144,8 @@ TEST(TraceMutation, DamagedTracesAreReadOrRefusedWithAnError) {
               "%zu through minfer-trace; slowest %.3f s; peak RSS %.1f MB\n",
               static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed), refused, invalid, read,
               tool_runs, slowest, self.ru_maxrss / 1024.0);
+  std::printf("[mutation] crafted: %zu with a key twice (%zu refused at load), %zu with NUL bytes after the text "
+              "(%zu refused at load)\n", key_twice, key_twice_refused, nul_after, nul_after_refused);
   EXPECT_GT(refused, 0u);
   EXPECT_GT(invalid, 0u);
 }

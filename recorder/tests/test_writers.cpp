@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "error_of.h"
+#include "file_size_limit.h"
 #include "output_file.h"
 #include "recorder.h"
 #include "synthetic.h"
@@ -210,4 +211,25 @@ TEST(Destinations, ADirectoryOrAFullDeviceIsRefusedBeforeTheRun) {
   Recorder ok(at("/dev/null"), synth::meta(), synth::token_text);
   synth::run(ok, synth::Run{});
   ok.finish({{"load_ms", 1.0}});
+}
+
+// Issue 31, item 9: a recorder that cannot start leaves nothing behind. A CUDA run's recorder
+// writes its journal's head (the whole vocabulary) before the run; when that write failed (a
+// full disk; here a file size limit), the constructor threw with the .partial and the half
+// journal on disk, and its caller had no path to remove them by (the live runs of minfer-viz
+// remove a failed run's files by the recorder's partial_path()).
+TEST(Destinations, ARecorderThatCannotStartLeavesNoFile) {
+  const std::string dir = scratch(), path = dir + "/t.json";
+  nlohmann::json meta = pipelined_meta();
+  meta["model"]["hparams"]["n_vocab"] = 65536;  // a journal head of ~1.5 MB
+  const auto long_text = [](int32_t id) { return "token-text-" + std::to_string(id) + "-padded"; };
+  std::string err;
+  {
+    minfer::testing::FileSizeLimit limit(256 << 10);
+    err = error_of([&] { Recorder rec(at(path), meta, long_text); });
+  }
+  EXPECT_NE(err.find("File too large"), std::string::npos) << err;
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{}) << err;
 }

@@ -16,9 +16,19 @@
 
 namespace minfer::trace::testing {
 
+// Crafted classes (issue 31): each is made alone, so a reader must refuse every one of them
+// (unless the gzip around it is damaged too, or a .partial's salvage cuts the flaw away).
+enum class Crafted {
+  None,
+  KeyTwice,  // one member written twice, another value the second time; often the top-level "steps"
+  NulAfter,  // the text followed by NUL bytes, then junk or a slice of the text (a second writer's bytes)
+};
+
 struct Mutant {
   std::string bytes;  // the file's content
   bool gzip = false;  // bytes are (damaged) gzip
+  bool gzip_damaged = false;
+  Crafted crafted = Crafted::None;
   std::string what;   // the edits made, for failure messages
 };
 
@@ -30,7 +40,17 @@ class TraceMutator {
     std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 1);
     Mutant m;
     std::string text;
-    if (pick(rng, 4) != 0) {  // mostly: structural edits, then maybe a byte-level one
+    if (pick(rng, 8) == 0) {  // a crafted class, alone
+      if (pick(rng, 2) == 0) {
+        m.crafted = Crafted::KeyTwice;
+        text = with_a_key_twice(base_, rng, m.what);
+      } else {
+        m.crafted = Crafted::NulAfter;
+        text = base_text_;
+        m.what = nul_after(text, rng);
+      }
+      m.what += "; ";
+    } else if (pick(rng, 4) != 0) {  // mostly: structural edits, then maybe a byte-level one
       nlohmann::json doc = base_;
       const int edits = 1 + static_cast<int>(pick(rng, 3));
       for (int i = 0; i < edits; ++i) m.what += edit_json(doc, rng) + "; ";
@@ -46,9 +66,9 @@ class TraceMutator {
       text = gzip(text);
       m.what += "gzip";
       switch (pick(rng, 5)) {
-        case 0: text.resize(pick(rng, text.size())); m.what += " cut"; break;
-        case 1: text += "trailing garbage"; m.what += " + garbage"; break;
-        case 2: text[2 + pick(rng, text.size() - 2)] ^= static_cast<char>(1 + pick(rng, 255)); m.what += " flipped"; break;
+        case 0: text.resize(pick(rng, text.size())); m.what += " cut"; m.gzip_damaged = true; break;
+        case 1: text += "trailing garbage"; m.what += " + garbage"; m.gzip_damaged = true; break;
+        case 2: text[2 + pick(rng, text.size() - 2)] ^= static_cast<char>(1 + pick(rng, 255)); m.what += " flipped"; m.gzip_damaged = true; break;
         default: break;
       }
     }
@@ -165,6 +185,55 @@ class TraceMutator {
         return "nudge " + s.key;
       }
     }
+  }
+
+  // doc's text with one member written twice: `"k":v,"k":w`. nlohmann keeps the last, a scan of
+  // the text may take the first (the server's slices did). One in three is the top-level
+  // "steps", the second array shorter (issue 31, item 2); the rest a member anywhere, with an
+  // odd value or the same one again.
+  static std::string with_a_key_twice(nlohmann::json doc, std::mt19937_64& rng, std::string& what) {
+    nlohmann::json* parent = nullptr;
+    std::string key;
+    nlohmann::json second;
+    if (pick(rng, 3) == 0 && doc.is_object() && doc.contains("steps") && doc["steps"].is_array()) {
+      parent = &doc;
+      key = "steps";
+      what = "top-level ";
+      second = doc["steps"];
+      if (!second.empty()) second.erase(pick(rng, second.size()));
+    } else {
+      Spot s = walk(doc, rng);
+      for (int tries = 0; tries < 8 && !(s.parent && s.parent->is_object()); ++tries) s = walk(doc, rng);
+      if (!(s.parent && s.parent->is_object())) {  // the root's own members then
+        parent = &doc;
+        key = doc.begin().key();
+      } else {
+        parent = s.parent;
+        key = s.key;
+      }
+      second = pick(rng, 2) == 0 ? (*parent)[key] : odd_value(rng);
+    }
+    const nlohmann::json first = (*parent)[key];
+    const std::string mark = "\x01minfer-mutator: the member written twice\x01";
+    (*parent)[key] = mark;
+    std::string text = doc.dump();
+    const std::string quoted = nlohmann::json(mark).dump();
+    text.replace(text.find(quoted), quoted.size(), first.dump() + "," + nlohmann::json(key).dump() + ":" + second.dump());
+    what += "key '" + key + "' twice";
+    return text;
+  }
+
+  // NUL bytes after the text, then junk or a slice of the text (two writers of one file left
+  // the winner's trace, 244k NUL bytes and the loser's bytes).
+  static std::string nul_after(std::string& t, std::mt19937_64& rng) {
+    const size_t nuls = 1 + (pick(rng, 2) == 0 ? 0 : pick(rng, 300000));
+    t.append(nuls, '\0');
+    switch (pick(rng, 3)) {
+      case 0: t += "junk"; break;
+      case 1: t += t.substr(pick(rng, t.size() - nuls), 1 + pick(rng, 5000)); break;
+      default: break;  // NULs only
+    }
+    return "NUL x" + std::to_string(nuls) + " after the text";
   }
 
   static std::string edit_text(std::string& t, std::mt19937_64& rng) {

@@ -16,8 +16,9 @@ URL is the server's address (minfer-viz prints "serving http://127.0.0.1:PORT/")
 Then each run's saved trace (.json or .json.gz) against its stream: the same steps, the same
 sampled tokens, and for every (step, node) the streamed stats (min, max, mean, absmean, std,
 count, nan, inf) against the trace's. The trace writes numbers with 6 significant digits
-(recorder/json_out.h) and the stream writes doubles in full, so a streamed number is compared
-after the same rounding ("%.6g"); a difference there is a mismatch, listed with both values.
+(recorder/json_out.h); the stream sends the trace's own node records (issue 28), so its numbers
+are already rounded (older servers sent doubles in full): a streamed number is compared after the
+same rounding ("%.6g"); a difference there is a mismatch, listed with both values.
 A mismatch whose full-precision streamed value lies within a 1e-6 fraction of a last-digit
 unit of the rounding boundary is a summation-order difference in the last bits (on cuda the
 stream's stats come from a host copy, the trace's from the device summaries, both summing in

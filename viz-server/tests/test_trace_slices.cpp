@@ -94,3 +94,35 @@ TEST(TraceSlices, CorruptTextsFailCleanly) {
   EXPECT_GT(errors, 500);
   EXPECT_GT(scanned, 100);
 }
+
+// Issue 31, item 2 (related): a trace with two "steps" keys was sliced from the first while the
+// validator and the page read the last; a trace followed by a NUL byte and junk was sliced as
+// if it ended there. The scan refuses both, and keys it could misread (written with escapes).
+TEST(TraceSlices, KeysTwiceEscapedKeysAndBytesAfterTheTraceAreRefused) {
+  const std::string text = sample().dump();
+  ASSERT_EQ(text.back(), '}');
+  const std::string open = text.substr(0, text.size() - 1);
+  auto error = [](const std::string& t) {
+    try {
+      scan_trace_layout(t, "t.json", kDefaultMaxSteps);
+    } catch (const minfer::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error(open + R"(,"steps":[]})").find("t.json: the key 'steps' appears twice in one object"), std::string::npos)
+      << error(open + R"(,"steps":[]})");
+  std::string two_nodes = text;
+  two_nodes.insert(two_nodes.find("\"nodes\":"), R"("nodes":[],)");
+  EXPECT_NE(error(two_nodes).find("the key 'nodes' appears twice in one object"), std::string::npos) << error(two_nodes);
+  EXPECT_NE(error(open + R"(,"st\u0065ps":[]})").find("a key written with an escape"), std::string::npos);
+  EXPECT_NE(error(text + std::string(1, '\0') + "junk").find("a NUL byte after the trace's JSON object at byte " + std::to_string(text.size())),
+            std::string::npos) << error(text + std::string(1, '\0') + "junk");
+  EXPECT_NE(error(text + "junk").find("bytes after the trace's JSON object"), std::string::npos);
+  EXPECT_EQ(error(text + "\n \n"), "(no error)");  // whitespace after it is fine
+  // A top-level object of many keys (past the in-place search) is checked too.
+  std::string wide = open;
+  for (int i = 0; i < 40; ++i) wide += ",\"extra" + std::to_string(i) + "\":" + std::to_string(i);
+  EXPECT_EQ(error(wide + "}"), "(no error)");
+  EXPECT_NE(error(wide + ",\"extra33\":0}").find("the key 'extra33' appears twice"), std::string::npos);
+}

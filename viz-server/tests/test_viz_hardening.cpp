@@ -119,6 +119,33 @@ TEST_F(VizHardening, AKilledRunsPartialIsListedAndItsTemporariesAreNot) {
   EXPECT_FALSE(list_entry(cli, "writing.json.partial").is_null()) << "once its writer is gone, it is listed";
 }
 
+// Issue 31, item 2 (related): a trace followed by a NUL byte and junk was listed, compared and
+// sliced as valid; one with two "steps" keys was sliced from the first and validated from the
+// last. Both are listed with their error, refused by /api/compare and by the slices.
+TEST_F(VizHardening, TracesWithANulByteOrAKeyTwiceAreListedWithTheirErrorAndNotSliced) {
+  ASSERT_EQ(mmq_text.back(), '}');
+  write_file(traces.path() / "nul.json", mmq_text + std::string(1, '\0') + "the other writer's bytes");
+  write_file(traces.path() / "nul-gz.json.gz", gzip_compress(mmq_text + std::string(4096, '\0'), 9));
+  write_file(traces.path() / "two-steps.json", mmq_text.substr(0, mmq_text.size() - 1) + ",\"steps\":[]}");
+  auto cli = client();
+  const std::string nul_at = ": not valid JSON at byte " + std::to_string(mmq_text.size()) + ": a NUL byte";
+  EXPECT_NE(list_entry(cli, "nul.json").value("error", "").find("nul.json" + nul_at), std::string::npos) << list_entry(cli, "nul.json");
+  EXPECT_NE(list_entry(cli, "nul-gz.json.gz").value("error", "").find("nul-gz.json.gz" + nul_at), std::string::npos)
+      << list_entry(cli, "nul-gz.json.gz");
+  EXPECT_NE(list_entry(cli, "two-steps.json").value("error", "").find("the key 'steps' appears twice"), std::string::npos)
+      << list_entry(cli, "two-steps.json");
+  for (const char* name : {"nul.json", "nul-gz.json.gz", "two-steps.json"}) {
+    auto r = cli.Get(std::string("/api/compare?a=tiny-mmq.json&b=") + name);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 422) << name << ": " << r->body;
+    r = cli.Get(std::string("/api/slices/") + name + "/index");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 422) << name << ": " << r->body.substr(0, 300);
+  }
+  EXPECT_NE(error_text(cli.Get("/api/slices/two-steps.json/index")).find("the key 'steps' appears twice"), std::string::npos);
+  EXPECT_NE(error_text(cli.Get("/api/slices/nul.json/index")).find("a NUL byte after the trace's JSON object"), std::string::npos);
+}
+
 // Defects 2, 3 and 9: what the reader refuses, the list shows as an error, and nothing
 // inflates past the cap.
 TEST_F(VizHardening, DeepBombedAndCorruptTracesAreListedWithTheirError) {
@@ -296,7 +323,9 @@ TEST(VizCompareCancel, AnAbandonedCompareStopsAndAPatientOneIsAnswered) {
 }
 
 // After the 200 is sent, a comparison that fails answers its error as the body, with the
-// status it would have had; the page shows `error` (web/src/model/compare.ts).
+// status it would have had; the page shows `error` (web/src/model/compare.ts). With no wait
+// before the answer starts, the comparison may still fail before the first byte goes out: then
+// the answer is the plain 422 (both are what the page reads; which one is a race, not a rule).
 TEST(VizCompareCancel, AnErrorAfterTheStreamedAnswerStartedIsItsBody) {
   TempDir traces("compare-late-error");
   TraceSpec mmq, other;
@@ -313,10 +342,10 @@ TEST(VizCompareCancel, AnErrorAfterTheStreamedAnswerStartedIsItsBody) {
   for (const char* encoding : {"identity", "gzip"}) {
     auto r = cli.Get("/api/compare?a=mmq.json&b=other.json", {{"Accept-Encoding", encoding}});
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
+    ASSERT_TRUE(r->status == 200 || r->status == 422) << r->status;
     const json e = json::parse(r->body);
     EXPECT_NE(e.value("error", "").find("cannot compare traces of different models"), std::string::npos) << r->body;
-    EXPECT_EQ(e.value("status", 0), 422) << r->body;
+    if (r->status == 200) EXPECT_EQ(e.value("status", 0), 422) << r->body;  // started, then failed
     r = cli.Get("/api/compare?a=mmq.json&b=broken.json", {{"Accept-Encoding", encoding}});
     ASSERT_TRUE(r);
     EXPECT_NE(json::parse(r->body).value("error", "").find("broken.json"), std::string::npos) << r->body;

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <fstream>
+#include <set>
+#include <thread>
 
+#include "file_size_limit.h"
 #include "viz_live_fixture.h"
 
 namespace minfer::viz::test {
@@ -119,10 +123,11 @@ TEST_F(VizLiveRuns, ARunCancelledBeforeItsFirstStepSavesNothing) {
   EXPECT_EQ(files_in(traces.path()), std::vector<std::string>{}) << "a run with no step left a file";
 }
 
-// Issue 31, item 9: every failed live run left its .partial behind.
-TEST_F(VizLiveRuns, AFailedRunLeavesNoPartial) {
-  // The trace's final name is taken by a directory, so saving it fails after the run (names:
-  // live-<model>-<UTC second>-<id>-<path>.json; the next seconds are covered).
+// A run whose trace name is taken (here by a directory; by another server's trace, see
+// ARunOfAnotherServerNeverSavesOverAFinishedRunsTrace) is saved under the next free name,
+// "<name>.2.json", and what held the name is left as it was.
+TEST_F(VizLiveRuns, ARunWhoseTraceNameIsTakenIsSavedUnderTheNextFreeName) {
+  // Names: live-<model>-<UTC second>-<id>-<path>.json; the next seconds are covered.
   const std::string stem = fs::path(model).stem().string();
   const std::time_t now = std::time(nullptr);
   for (int k = 0; k < 30; ++k) {
@@ -136,10 +141,197 @@ TEST_F(VizLiveRuns, AFailedRunLeavesNoPartial) {
   auto r = start_run(cli);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
+  const std::string name = json::parse(r->body)["trace"].get<std::string>();
+  EXPECT_TRUE(name.ends_with("-1-mmq.2.json")) << name;
+  std::string type;
+  const json last = last_event(*this, json::parse(r->body)["id"].get<int>(), type);
+  ASSERT_EQ(type, "done") << last.dump();
+  EXPECT_EQ(last["trace"], name);
+  EXPECT_EQ(files_in(traces.path()).size(), before.size() + 1);
+  EXPECT_TRUE(fs::is_regular_file(traces.path() / name));
+  for (const std::string& d : before) EXPECT_TRUE(fs::exists(traces.path() / d / "taken")) << d;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Issue 31, item 9: every failed live run left its .partial behind. This run fails in its
+// middle: its .partial holds the head and the prefill step when the write of the next step
+// fails. A first run of the same request, unlimited, measures where its trace's second step
+// begins (every step starts with "\n{", trace_file.h); the second run may then write files
+// only a little past that point.
+TEST_F(VizLiveRuns, FailingMidRunLeavesNoPartialNorTemporary) {
+  constexpr int kTokens = 4;
+  constexpr size_t kSlack = 4096;  // step times and the like differ in length between runs
+  auto cli = client();
+  std::string type;
+  auto first = start_run(cli, kTokens);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 202) << first->body;
+  const json done = last_event(*this, json::parse(first->body)["id"].get<int>(), type);
+  ASSERT_EQ(type, "done") << done.dump();
+  const fs::path saved = traces.path() / done["trace"].get<std::string>();
+  const std::string text = read_file(saved);
+  fs::remove(saved);
+  const size_t step0 = text.find("\n{"), step1 = text.find("\n{", step0 + 1), step2 = text.find("\n{", step1 + 1);
+  ASSERT_NE(step2, std::string::npos) << "the first run's trace has fewer than 3 steps";
+  ASSERT_GT(step2 - step1, 4 * kSlack) << "a decode step is too small for this test's slack";
+
+  std::string stream;
+  {
+    minfer::testing::FileSizeLimit limit(step1 + kSlack);
+    auto r = start_run(cli, kTokens);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    httplib::Client events = client();
+    events.Get("/api/run/events?id=" + std::to_string(json::parse(r->body)["id"].get<int>()),
+               [&](const char* data, size_t n) {
+                 stream.append(data, n);
+                 return true;
+               });
+  }
+  const std::string head = "event: error\ndata: ";
+  const size_t error_at = stream.rfind(head);
+  ASSERT_NE(error_at, std::string::npos) << "the run did not fail: ..." << stream.substr(stream.size() - std::min<size_t>(stream.size(), 2000));
+  const size_t b = error_at + head.size();
+  const json error = json::parse(stream.substr(b, stream.find('\n', b) - b));
+  // It failed in its middle, after the prefill step had ended, writing its .partial.
+  EXPECT_NE(stream.find("event: step_end\ndata: {\"step\":0,"), std::string::npos) << error.dump();
+  EXPECT_NE(error.value("message", "").find(".partial: write failed"), std::string::npos) << error.dump();
+  EXPECT_EQ(files_in(traces.path()), std::vector<std::string>{}) << "the failed run left files (" << error.dump() << ")";
+}
+
+// Issue 31, item 2: two minfer-viz servers sharing a traces folder gave their live runs the
+// same names (ids start at 1 per server, times in seconds): one run's prompt ended up with the
+// other's tokens, or one saved trace replaced the other's. Runs started in the same second on
+// two servers must each end with their own trace under their own name, or with a clear error,
+// never with a file that holds the other run's trace.
+TEST_F(VizLiveRuns, TwoServersSharingATracesFolderNeverMixTheirRuns) {
+  VizConfig config;
+  config.traces_dirs = {traces.path().string()};
+  config.models = {model};
+  RunningServer other(config);
+  struct Side {
+    std::string prompt;
+    int port;
+    int id = 0;
+    std::string trace, type;
+    json last;
+  };
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Side sides[2] = {{"hi", server->port()}, {"a longer prompt of the other server", other.port()}};
+    // Started back to back: the same second (retried when a second boundary fell between).
+    for (Side& s : sides) {
+      httplib::Client cli("127.0.0.1", s.port);
+      const json body = {{"prompt", s.prompt}, {"max_tokens", 4}, {"temperature", 0}};
+      auto r = cli.Post("/api/run", {{"Origin", "http://127.0.0.1:" + std::to_string(s.port)}}, body.dump(), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 202) << r->body;
+      s.id = json::parse(r->body)["id"].get<int>();
+      s.trace = json::parse(r->body)["trace"].get<std::string>();
+    }
+    const bool same_name = sides[0].trace == sides[1].trace;
+    std::thread follow([&] {
+      httplib::Client events("127.0.0.1", sides[1].port);
+      std::string stream;
+      events.Get("/api/run/events?id=" + std::to_string(sides[1].id), [&](const char* d, size_t n) {
+        stream.append(d, n);
+        return true;
+      });
+      for (const char* t : {"done", "error"}) {
+        const std::string head = std::string("event: ") + t + "\ndata: ";
+        const size_t at = stream.rfind(head);
+        if (at == std::string::npos) continue;
+        sides[1].type = t;
+        const size_t b = at + head.size();
+        sides[1].last = json::parse(stream.substr(b, stream.find('\n', b) - b));
+      }
+    });
+    sides[0].last = last_event(*this, sides[0].id, sides[0].type);
+    follow.join();
+    std::set<std::string> names;
+    for (const Side& s : sides) {
+      ASSERT_FALSE(s.type.empty()) << s.prompt << ": no last event";
+      if (s.type == "error") {
+        EXPECT_NE(s.last.value("message", ""), "") << s.last.dump();
+        continue;
+      }
+      ASSERT_TRUE(s.last["trace"].is_string()) << s.last.dump();
+      const std::string name = s.last["trace"].get<std::string>();
+      EXPECT_TRUE(names.insert(name).second) << "both runs saved as " << name;
+      const json t = json::parse(read_file(traces.path() / name));
+      EXPECT_EQ(t["meta"]["prompt"], s.prompt) << name << " holds the other server's run";
+    }
+    for (const auto& e : fs::directory_iterator(traces.path())) fs::remove_all(e.path());
+    if (same_name || ::testing::Test::HasFailure()) return;  // the collision was tried
+  }
+  GTEST_SKIP() << "the two runs never started in the same second";
+}
+
+// The same, one after the other: the second server's run, started in the second the first one's
+// ended, must not save its trace over the first one's.
+TEST_F(VizLiveRuns, ARunOfAnotherServerNeverSavesOverAFinishedRunsTrace) {
+  VizConfig config;
+  config.traces_dirs = {traces.path().string()};
+  config.models = {model};
+  RunningServer other(config);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::string names[2];
+    const std::string prompts[2] = {"hi", "a longer prompt of the other server"};
+    const int ports[2] = {server->port(), other.port()};
+    for (int k = 0; k < 2; ++k) {
+      httplib::Client cli("127.0.0.1", ports[k]);
+      const json body = {{"prompt", prompts[k]}, {"max_tokens", 1}, {"temperature", 0}};
+      auto r = cli.Post("/api/run", {{"Origin", "http://127.0.0.1:" + std::to_string(ports[k])}}, body.dump(), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 202) << r->body;
+      httplib::Client events("127.0.0.1", ports[k]);
+      std::string stream;
+      events.Get("/api/run/events?id=" + std::to_string(json::parse(r->body)["id"].get<int>()), [&](const char* d, size_t n) {
+        stream.append(d, n);
+        return true;
+      });
+      const std::string head = "event: done\ndata: ";
+      const size_t at = stream.rfind(head);
+      ASSERT_NE(at, std::string::npos) << prompts[k] << ": " << stream.substr(stream.size() - std::min<size_t>(stream.size(), 500));
+      const size_t b = at + head.size();
+      names[k] = json::parse(stream.substr(b, stream.find('\n', b) - b))["trace"].get<std::string>();
+    }
+    EXPECT_NE(names[0], names[1]) << "both runs saved as " << names[0];
+    for (int k = 0; k < 2; ++k)
+      EXPECT_EQ(json::parse(read_file(traces.path() / names[k]))["meta"]["prompt"], prompts[k]) << names[k];
+    // The same stem: started in the same second with the same id (the second then got ".2").
+    const bool collided = names[1].starts_with(names[0].substr(0, names[0].size() - 5));
+    for (const auto& e : fs::directory_iterator(traces.path())) fs::remove_all(e.path());
+    if (collided || ::testing::Test::HasFailure()) return;
+  }
+  GTEST_SKIP() << "the second run never started in the second the first one ended";
+}
+
+// Issue 31, item 3: a symlink named as the next live-run trace made the server write the trace
+// through it, to a file outside the folder. Planted at the run's .partial after the run was
+// named (the run waits for its page before it starts recording), the link is refused: the run
+// ends with an error naming it, and the file it points to is untouched.
+TEST_F(VizLiveRuns, ALinkPlantedAtTheRunsPartialIsNotWrittenThrough) {
+  TempDir outside("outside");
+  const fs::path victim = outside.path() / "victim.txt";
+  write_file(victim, "precious\n");
+  auto cli = client();
+  auto r = start_run(cli);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  const std::string name = json::parse(r->body)["trace"].get<std::string>();
+  fs::create_symlink(victim, traces.path() / (name + ".partial"));
   std::string type;
   const json last = last_event(*this, json::parse(r->body)["id"].get<int>(), type);
   ASSERT_EQ(type, "error") << last.dump();
-  EXPECT_EQ(files_in(traces.path()).size(), before.size()) << "the failed run left a file beside the 30 directories";
+  EXPECT_NE(last.value("message", "").find(name + ".partial: is a symbolic link; refusing to write through it"), std::string::npos)
+      << last.dump();
+  EXPECT_EQ(read_file(victim), "precious\n") << "the trace was written through the link";
+  EXPECT_TRUE(fs::is_symlink(traces.path() / (name + ".partial")));
+  EXPECT_FALSE(fs::exists(traces.path() / name));
 }
 
 }  // namespace

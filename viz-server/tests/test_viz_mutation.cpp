@@ -37,7 +37,8 @@ TEST(VizMutation, DamagedTracesGetAnswersOrJsonErrorsNeverA500) {
 
   const uint64_t n = env_or("MINFER_TRACE_MUTATIONS", 300), seed = env_or("MINFER_TRACE_FUZZ_SEED", 1);
   const fuzz::TraceMutator mutator(original);
-  size_t listed_ok = 0, listed_error = 0, compared = 0, refused = 0;
+  size_t listed_ok = 0, listed_error = 0, compared = 0, refused = 0, sliced = 0, not_sliced = 0;
+  size_t key_twice = 0, nul_after = 0;  // crafted mutants (trace_mutator.h), each refused below
   double slowest = 0;
   for (uint64_t i = 0; i < n && !::testing::Test::HasFailure(); ++i) {
     const fuzz::Mutant m = mutator.make(seed * 1'000'003 + i);
@@ -49,8 +50,13 @@ TEST(VizMutation, DamagedTracesGetAnswersOrJsonErrorsNeverA500) {
     auto list = cli.Get("/api/traces");
     ASSERT_TRUE(list) << ctx;
     ASSERT_EQ(list->status, 200) << ctx << ": " << list->body.substr(0, 300);
+    bool listed_with_error = false;
     for (const json& e : json::parse(list->body))
-      if (e["name"] == name) (e.contains("error") ? listed_error : listed_ok)++;
+      if (e["name"] == name) ((listed_with_error = e.contains("error")) ? listed_error : listed_ok)++;
+    auto index = cli.Get("/api/slices/" + name + "/index");
+    ASSERT_TRUE(index) << ctx;
+    EXPECT_TRUE(index->status == 200 || index->status == 422) << ctx << " slices: " << index->status;
+    ++(index->status == 200 ? sliced : not_sliced);
 
     for (const char* encoding : {"identity", "gzip"}) {
       auto r = cli.Get("/api/traces/" + name, {{"Accept-Encoding", encoding}});
@@ -67,6 +73,16 @@ TEST(VizMutation, DamagedTracesGetAnswersOrJsonErrorsNeverA500) {
     } else {
       ++compared;
     }
+    // The crafted classes are refused by the comparison (which validates); a NUL after the text
+    // or a second top-level "steps" by the list and the slices too (they read the top level).
+    if (m.crafted != fuzz::Crafted::None && !m.gzip_damaged) {
+      ++(m.crafted == fuzz::Crafted::KeyTwice ? key_twice : nul_after);
+      EXPECT_EQ(cmp->status, 422) << ctx;
+      if (m.crafted == fuzz::Crafted::NulAfter || m.what.find("top-level key 'steps' twice") != std::string::npos) {
+        EXPECT_TRUE(listed_with_error) << ctx << ": listed without an error";
+        EXPECT_EQ(index->status, 422) << ctx << ": sliced";
+      }
+    }
     slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     fs::remove(traces.path() / name);
   }
@@ -79,6 +95,8 @@ TEST(VizMutation, DamagedTracesGetAnswersOrJsonErrorsNeverA500) {
               "answered %zu, refused %zu (422); slowest %.3f s; peak RSS %.1f MB\n",
               static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed), listed_ok, listed_error,
               compared, refused, slowest, ru.ru_maxrss / 1024.0);
+  std::printf("[viz mutation] slices index: %zu answered, %zu refused; crafted and refused: %zu with a key twice, "
+              "%zu with NUL bytes after the text\n", sliced, not_sliced, key_twice, nul_after);
 }
 
 }  // namespace

@@ -20,13 +20,32 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "gzip_codec.h"
+#include "trace_input.h"
 #include "viz_server.h"
 
 namespace minfer::viz::test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Inflates gzip bytes held in memory (a response body) through the recorder's capped reader,
+// the one inflater the server uses (trace_input.h); concatenated members allowed. Throws
+// minfer::Error naming `what` when they are not gzip, corrupt, truncated, followed by other
+// bytes, or inflate beyond max_out bytes. Only the tests hold gzip bytes in memory.
+inline std::string gzip_decompress(std::string_view gz, const std::string& what,
+                                   uint64_t max_out = trace::kDefaultMaxTraceBytes) {
+  if (!looks_gzipped(gz)) fail(what, ": not gzip data");
+  trace::ReadOptions o;
+  o.max_bytes = max_out;
+  o.label = what;
+  trace::TraceInput in(trace::InMemory{gz}, o);
+  std::string out;
+  char buf[1 << 16];
+  for (size_t n; (n = in.read(buf, sizeof buf)) > 0;) out.append(buf, n);
+  return out;
+}
 
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class TempDir {

@@ -854,6 +854,31 @@ if (cudaPair || !mock) await test('the CUDA pair (mmq vs f16) opens from the lan
   check(await page.$$eval('#tab-body .ab-block', (bs) => bs.map((b) => b.dataset.run).join('')) === 'AB', 'the Timeline tab does not show A and B');
 });
 
+// Issue 31, item 7: a --trace-topk 100000 trace took 39-51 s to open and 31-33 s per step
+// change, every one of its 100,000 bars drawn. The tokens panel draws the first 50 and the
+// chosen token, and says how many it left out.
+await test('a trace with top-k 100000 opens and changes steps in seconds, drawing at most 51 bars', async () => {
+  await page.goto(server.url);
+  await ready();
+  const t0 = Date.now();
+  await page.setInputFiles('input[type=file]', join(fixtures, 'fixture-topk100000.json'));
+  await page.waitForSelector('.tab[data-tab="tokens"]');
+  await page.click('.tab[data-tab="tokens"]');
+  await page.waitForFunction(() => /top 100000 next tokens/.test(document.querySelector('.topk-head strong')?.textContent ?? ''), null, { timeout: 60000 });
+  const openMs = Date.now() - t0;
+  const t1 = Date.now();
+  await page.evaluate(() => window.minferViz.setStep(2));
+  await page.waitForFunction(() => /^Step 2 /.test(document.querySelector('.topk-head strong')?.textContent ?? ''), null, { timeout: 60000 });
+  const stepMs = Date.now() - t1;
+  const bars = await page.$$eval('.topk-chart .bar', (b) => b.length);
+  check(bars >= 2 && bars <= 51, `${bars} bars drawn for a top-k of 100000`);
+  const rest = await page.textContent('.topk p.muted');
+  check(/more tokens of the top 100,000 not drawn/.test(rest ?? ''), `no line for the tokens not drawn: ${rest}`);
+  check(openMs < 15000, `opening took ${openMs} ms`);
+  check(stepMs < 3000, `a step change took ${stepMs} ms`);
+  console.log(`       top-k 100000: opened in ${openMs} ms, step change ${stepMs} ms, ${bars} bars`);
+});
+
 await test('a malformed local file gives a readable message', async () => {
   await page.goto(server.url);
   await ready();

@@ -18,6 +18,12 @@ export function readUrl(search: string): UrlState {
   };
 }
 
+// A live run's page (?live=ID, set when the Run panel starts one): the run to follow, or null.
+export function readLiveRun(search: string): number | null {
+  const live = new URLSearchParams(search).get('live');
+  return live && /^\d+$/.test(live) ? Number(live) : null;
+}
+
 export function urlSearch(s: UrlState): string {
   const q = new URLSearchParams();
   if (s.a && s.b) { q.set('a', s.a); q.set('b', s.b); } else if (s.trace) q.set('trace', s.trace);

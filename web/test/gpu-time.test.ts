@@ -85,7 +85,7 @@ describe('per-node GPU time', () => {
     const off = parseTrace(makeCudaV3Trace({ cupti: false }), 'off.json');
     expect([traceHasKernels(trace), traceHasKernels(off), traceHasGpuTimes(off)]).toEqual([true, false, true]);
     expect(traceHasKernels(parseTrace(makeV2Trace({ decodeSteps: 1 }), 'cpu.json'))).toBe(false);
-  });
+  }, 30_000);  // four traces built and parsed: past vitest's 5 s on a loaded 2-core machine
 });
 
 describe('step GPU figures', () => {

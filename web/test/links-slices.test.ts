@@ -4,7 +4,7 @@ import { parseTrace } from '../src/model/parse';
 import { fillStepSlice } from '../src/model/parse-v2';
 import { ggmlToRowsCols } from '../src/model/parse-v1';
 import type { GraphNode } from '../src/model/types';
-import { readUrl, urlSearch } from '../src/url-state';
+import { readLiveRun, readUrl, urlSearch } from '../src/url-state';
 import { makeV2Trace } from './fixtures/make-fixtures';
 
 describe('deep links', () => {
@@ -13,6 +13,11 @@ describe('deep links', () => {
     expect(readUrl(urlSearch(s))).toEqual(s);
     expect(readUrl('?a=x.json&b=y.json&step=2')).toMatchObject({ a: 'x.json', b: 'y.json', step: 2, node: null, view: null });
     expect(readUrl('?trace=t.json&step=-1&view=bogus')).toMatchObject({ step: null, view: null });
+  });
+  it('names a live run by its id', () => {
+    expect(readLiveRun('?live=12')).toBe(12);
+    expect(readLiveRun('?live=x')).toBeNull();
+    expect(readLiveRun('?trace=a.json')).toBeNull();
   });
 });
 

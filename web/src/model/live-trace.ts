@@ -2,7 +2,7 @@
 // start → graph* → (step → node* → token → step_end)* → done | error. Pure functions over the
 // same Trace model the recorded traces use, so every view works on a live run unchanged.
 import { Checker, type Obj } from './checked';
-import { parseGraph, parseMeta, parseStats } from './parse-v2';
+import { parseGraph, parseMeta, parseNodeRecord } from './parse-v2';
 import type { Step, Trace } from './types';
 
 export interface LiveStart { id: number; model: string; prompt: string; trace: string; max_tokens: number; meta: Obj }
@@ -36,17 +36,14 @@ export function applyStep(t: Trace, d: Obj): Step {
   return step;
 }
 
-// Returns the node id.
+// A node event is the trace's node record (statistics only) with its step: read by the trace's
+// own record reader. Returns the node id.
 export function applyNode(t: Trace, d: Obj): number {
   const c = new Checker('live node');
   const step = t.steps[c.int(d.step, 'step')];
   const id = c.int(d.id, 'id');
   if (!step) return id;
-  step.records.set(id, {
-    id, timeUs: c.optNum(d.time_us, 'time_us'), startUs: null,
-    stats: d.stats ? parseStats(c, c.obj(d.stats, 'stats'), 'stats') : null,
-    grid: null, hist: null, noOutput: d.no_output ? 'no output' : null,
-  });
+  step.records.set(id, parseNodeRecord(c, d, 'node'));
   return id;
 }
 

@@ -61,7 +61,9 @@ export function pairedComparison(t: Trace, thresholdDb = DEFAULT_THRESHOLD_DB): 
     const tokA = s.logits?.chosen ?? null, tokB = s.refLogits?.chosen ?? null;
     const same = tokA === tokB;
     if (same) agree++;
-    if (!same || (s.compare?.kl ?? 0) !== 0) identical = false;
+    // Exact only with a KL of 0: an infinite one (null) or none recorded is not (as diff_paired
+    // decides; traces/test-vectors/paired-divergence.json holds both to the same answers).
+    if (!same || s.compare?.kl !== 0) identical = false;
     return {
       index: s.index, tokenA: tokA, tokenB: tokB, agree: same,
       inputsAgree: true,   // lockstep: B is fed the tokens A samples

@@ -102,12 +102,19 @@ function parseStep(c: Checker, s: Obj, path: string, graphs: Map<string, TraceGr
   };
 }
 
+// One NodeRecord (docs/trace-format.md): a step's records, a step's slice and a live run's node
+// events (live-trace.ts) all go through it.
+export function parseNodeRecord(c: Checker, r: Json, path: string): NodeRecord {
+  const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
+  const rec = fast ?? parseRecord(c, c.obj(r, path), path);
+  if (hasV3RecordFields(r as Obj)) addRecordV3(c, r as Obj, path, rec, V2);
+  return rec;
+}
+
 function parseRecords(c: Checker, nodes: unknown, path: string, graph: TraceGraph): Map<number, NodeRecord> {
   const records = new Map<number, NodeRecord>();
   c.arr(nodes, path).forEach((r, i) => {
-    const fast = r !== null && typeof r === 'object' && !Array.isArray(r) ? fastRecord(r as Obj) : null;
-    const rec = fast ?? parseRecord(c, c.obj(r, `${path}[${i}]`), `${path}[${i}]`);
-    if (hasV3RecordFields(r as Obj)) addRecordV3(c, r as Obj, `${path}[${i}]`, rec, V2);
+    const rec = parseNodeRecord(c, r, `${path}[${i}]`);
     if (rec.id < 0 || rec.id >= graph.nodes.length)
       c.fail(`${path}[${i}].id`, `node ${rec.id} is not in graph "${graph.id}" (${graph.nodes.length} nodes)`);
     records.set(rec.id, rec);

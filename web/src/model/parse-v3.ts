@@ -1,5 +1,5 @@
-// The version-3 additions (paired comparison #10, CUDA kernel attribution #9; /tmp/plan/v3-spec.md,
-// docs/trace-format.md). Version 3 is version 2 plus optional fields, so parse-v2 reads the
+// The version-3 additions (paired comparison #10, CUDA kernel attribution #9; docs/trace-format.md,
+// "Paired traces" and "Kernel"). Version 3 is version 2 plus optional fields, so parse-v2 reads the
 // body and calls these for the new fields; every one is optional and absent in v1/v2 files.
 import { Checker, type Json, type Obj } from './checked';
 import type {
