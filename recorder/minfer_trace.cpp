@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checked_trace.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "json_out.h"
@@ -261,7 +262,7 @@ int run(std::vector<std::string> args) {
     tr::write_output_file("-", kUsage);
     return 0;
   }
-  g_read.max_bytes = tr::default_max_trace_bytes();
+  g_read.max_bytes = tr::default_max_trace_bytes(minfer::process_environment());  // the one read of it
   while (!args.empty() && args[0] == "--max-trace-bytes") {
     if (args.size() < 2) throw UsageError("--max-trace-bytes needs a value");
     g_read.max_bytes = tr::parse_byte_size(args[1], "--max-trace-bytes");

@@ -1,6 +1,6 @@
 // The trace recorder: an Observer that turns every node output, the logits and the step
 // timings into a streamed minfer-trace v3 file (docs/trace-format.md). The CLI does only:
-//   auto opts = trace::RecorderOptions::from_env_and_args(args);
+//   auto opts = trace::RecorderOptions::from_env_and_args(process_environment(), args);
 //   trace::Recorder rec(opts, meta_json, [&](int32_t id) { return tok.token_bytes(id); });
 //   executor.set_observer(rec.observer());   // nullptr when no trace was asked for
 //   ... run ...

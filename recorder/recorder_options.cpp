@@ -1,7 +1,5 @@
 #include "recorder_options.h"
 
-#include <cstdlib>
-
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "selection.h"
@@ -152,13 +150,6 @@ RecorderOptions RecorderOptions::from_env_and_args(const std::map<std::string, s
   }
   args = std::move(rest);
   return o;
-}
-
-RecorderOptions RecorderOptions::from_env_and_args(std::vector<std::string>& args) {
-  std::map<std::string, std::string> env;
-  for (const auto& [var, key] : kEnv)
-    if (const char* v = std::getenv(var)) env[var] = v;
-  return from_env_and_args(env, args);
 }
 
 }  // namespace minfer::trace

@@ -35,11 +35,10 @@ struct RecorderOptions {
   SummarySpec spec() const;
   nlohmann::json to_json() const;  // meta.options in the trace
 
-  // Reads MINFER_TRACE* from the process environment, then removes every --trace* flag (and
-  // its value) from args, leaving the others in order. Throws Error on unknown --trace-* flags
-  // and bad values, naming the variable or flag.
-  static RecorderOptions from_env_and_args(std::vector<std::string>& args);
-  // The same with an explicit environment (tests).
+  // Reads MINFER_TRACE* from env (the program's environment, core/environment.h: a main
+  // passes process_environment()), then removes every --trace* flag (and its value) from args,
+  // leaving the others in order. Throws Error on unknown --trace-* flags and bad values, naming
+  // the variable or flag.
   static RecorderOptions from_env_and_args(const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& args);
   static bool is_trace_flag(std::string_view arg);  // "--trace", "--trace-*", "--trace=..."

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,14 +36,14 @@ void check(int ok, const std::string& what) {
   if (ok != 1) fail(what, ": OpenSSL SHA-256 failed");
 }
 
-std::string cache_dir() {
-  if (const char* d = std::getenv("MINFER_CACHE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/minfer";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/minfer";
+}  // namespace
+
+std::string digest_cache_dir(const Environment& env) {
+  if (const std::string d = env_text(env, "MINFER_CACHE_DIR"); !d.empty()) return d;
+  if (const std::string d = env_text(env, "XDG_CACHE_HOME"); !d.empty()) return d + "/minfer";
+  if (const std::string d = env_text(env, "HOME"); !d.empty()) return d + "/.cache/minfer";
   return "";
 }
-
-}  // namespace
 
 std::string sha256_hex(const void* data, size_t n) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -53,9 +52,8 @@ std::string sha256_hex(const void* data, size_t n) {
   return hex(md, len);
 }
 
-std::string sha256_cache_path(const std::string& path) {
+std::string sha256_cache_path(const std::string& path, const std::string& dir) {
   struct stat st {};
-  const std::string dir = cache_dir();
   if (dir.empty() || ::stat(path.c_str(), &st) != 0) return "";
   std::error_code ec;
   const std::string canon = std::filesystem::weakly_canonical(path, ec).string();
@@ -65,8 +63,8 @@ std::string sha256_cache_path(const std::string& path) {
   return dir + "/sha256/" + sha256_hex(id.data(), id.size());
 }
 
-std::string sha256_file(const std::string& path, bool use_cache) {
-  const std::string cached = use_cache ? sha256_cache_path(path) : "";
+std::string sha256_file(const std::string& path, const std::string& cache_dir) {
+  const std::string cached = sha256_cache_path(path, cache_dir);
   if (!cached.empty()) {
     std::ifstream in(cached);
     std::string digest;

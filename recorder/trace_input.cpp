@@ -25,10 +25,10 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what) {
   return minfer::parse_byte_size(text, what);
 }
 
-uint64_t default_max_trace_bytes() {
-  const char* env = std::getenv("MINFER_TRACE_MAX_BYTES");
-  if (!env || !*env) return kDefaultMaxTraceBytes;
-  return parse_byte_size(env, "MINFER_TRACE_MAX_BYTES");
+uint64_t default_max_trace_bytes(const Environment& env) {
+  const std::string v = env_text(env, "MINFER_TRACE_MAX_BYTES");
+  if (v.empty()) return kDefaultMaxTraceBytes;
+  return parse_byte_size(v, "MINFER_TRACE_MAX_BYTES");
 }
 
 TraceInput::TraceInput(const std::string& path, const ReadOptions& options)

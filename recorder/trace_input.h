@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cancel.h"
+#include "core/environment.h"
 
 namespace minfer::trace {
 
@@ -19,9 +20,10 @@ namespace minfer::trace {
 // (trace_load.cpp). --max-trace-bytes / MINFER_TRACE_MAX_BYTES raise it.
 inline constexpr uint64_t kDefaultMaxTraceBytes = uint64_t(256) << 20;
 
-// The cap to use when the user gave none: MINFER_TRACE_MAX_BYTES (bytes, or with a K/M/G
-// suffix) when set, else kDefaultMaxTraceBytes. Throws Error when the variable is malformed.
-uint64_t default_max_trace_bytes();
+// The cap to use when the user gave none: MINFER_TRACE_MAX_BYTES in the program's environment
+// (bytes, or with a K/M/G suffix) when set, else kDefaultMaxTraceBytes. Throws Error when the
+// variable is malformed.
+uint64_t default_max_trace_bytes(const Environment& env);
 
 // "512M", "2G", "1000" -> bytes; throws Error naming `what` when the text is not a size
 // (core/parse_number.h, the one parser of the numbers a user sets).

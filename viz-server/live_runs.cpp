@@ -143,7 +143,8 @@ struct HttpError {
 
 class LiveRuns {
  public:
-  LiveRuns(std::vector<std::string> models, fs::path out_dir) : out_dir_(std::move(out_dir)) {
+  LiveRuns(std::vector<std::string> models, fs::path out_dir, const EngineOptions& engine, std::string digest_cache_dir)
+      : out_dir_(std::move(out_dir)), engine_(engine), digest_cache_dir_(std::move(digest_cache_dir)) {
     for (auto& m : models) paths_[fs::path(m).filename().string()] = m;
   }
   ~LiveRuns() {
@@ -222,7 +223,8 @@ class LiveRuns {
                                std::to_string(lm.model->hp.n_ctx) + " tokens"};
     std::unique_ptr<Backend> be;
     try {
-      be = make_backend(backend, *lm.model, path == "mmq" ? MatmulPath::MMQ : MatmulPath::Float, nullptr, true);
+      be = make_backend(backend, *lm.model, path == "mmq" ? MatmulPath::MMQ : MatmulPath::Float, engine_.cuda, nullptr,
+                        true);
       be->reserve_context(std::min<int64_t>(lm.model->hp.n_ctx, static_cast<int64_t>(ids.size()) + max_tokens + 1));
     } catch (const Error& e) {
       throw HttpError{400, std::string("run: backend '") + backend + "': " + e.what()};
@@ -240,6 +242,7 @@ class LiveRuns {
     // where its summaries came from and that it holds no kernel records.
     RunSettings settings{paths_.at(model), so, max_tokens, opts.kernel_steps};
     settings.backend_records = false;
+    settings.digest_cache_dir = digest_cache_dir_;
     json meta = run_meta(*lm.model, *be, settings,
                          TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
     meta["live_run"] = true;
@@ -250,6 +253,7 @@ class LiveRuns {
     GenerateOptions g;
     g.n_predict = max_tokens;
     g.sampler = so;
+    g.graph_fusion = engine_.graph_fusion;
     thread_ = std::thread([this, run, &lm, ids, g, opts, meta, be = std::move(be)]() mutable {
       execute(*run, lm, *be, ids, g, opts, meta);
     });
@@ -382,6 +386,8 @@ class LiveRuns {
   }
 
   fs::path out_dir_;
+  EngineOptions engine_;                      // every run's (the server's VizConfig::engine)
+  std::string digest_cache_dir_;              // meta.model.sha256's cache ("" none)
   std::map<std::string, std::string> paths_;  // file name → path
   std::map<std::string, LoadedModel> loaded_;
   std::mutex mu_;
@@ -434,7 +440,8 @@ void handle_events(const httplib::Request& req, httplib::Response& res, LiveRuns
 void register_live_routes(httplib::Server& server, VizContext& ctx) {
   if (!ctx.models.empty()) {
     const auto dirs = ctx.traces.dirs();
-    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front());
+    ctx.live = std::make_shared<LiveRuns>(ctx.models, dirs.empty() ? fs::path("traces") : dirs.front(), ctx.engine,
+                                          ctx.digest_cache_dir);
   }
   auto off = [](httplib::Response& res) {
     send_error(res, 404, "live runs are off: start minfer-viz with --model MODEL.gguf (repeatable)");

@@ -5,15 +5,24 @@
 #include <pthread.h>
 #include <thread>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
+#include "sha256.h"
 #include "viz_args.h"
 #include "viz_server.h"
 
 int main(int argc, char** argv) {
   using namespace minfer::viz;
   VizArgs args;
+  minfer::EngineOptions engine;
+  std::string digest_cache;
   try {
-    args = parse_viz_args(std::vector<std::string>(argv + 1, argv + argc));
+    const minfer::Environment env = minfer::process_environment();  // the one read of it
+    args = parse_viz_args(std::vector<std::string>(argv + 1, argv + argc), env);
+    if (!args.help) engine = minfer::EngineOptions::from_env(env);
+    digest_cache = minfer::trace::digest_cache_dir(env);
   } catch (const minfer::Error& e) {
     std::cerr << e.what() << "\n";
     return 2;
@@ -40,6 +49,9 @@ int main(int argc, char** argv) {
     config.models = args.models;
     config.max_trace_bytes = args.max_trace_bytes;
     config.max_steps = args.max_steps;
+    config.engine = engine;
+    config.digest_cache_dir = digest_cache;
+    minfer::ThreadPool::set_global_threads(engine.threads);  // the live runs' cpu backend
     VizServer server(config);
     server.bind();
     std::thread waiter([&] {

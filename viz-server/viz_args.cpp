@@ -33,7 +33,7 @@ std::string viz_usage() {
          "                (runs are saved as traces into the first --traces directory)\n";
 }
 
-VizArgs parse_viz_args(const std::vector<std::string>& args) {
+VizArgs parse_viz_args(const std::vector<std::string>& args, const Environment& env) {
   VizArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
@@ -68,7 +68,7 @@ VizArgs parse_viz_args(const std::vector<std::string>& args) {
     }
   }
   if (out.help) return out;
-  if (out.max_trace_bytes == 0) out.max_trace_bytes = trace::default_max_trace_bytes();
+  if (out.max_trace_bytes == 0) out.max_trace_bytes = trace::default_max_trace_bytes(env);
   std::error_code ec;
   if (out.traces_dirs.empty()) {
     if (!fs::is_directory("traces", ec))

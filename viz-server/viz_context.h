@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "body_cache.h"
+#include "core/engine_options.h"
 #include "request_limits.h"
 #include "trace_index.h"
 
@@ -27,6 +28,8 @@ struct VizContext {
   std::chrono::milliseconds compare_answer_wait{1000};
   std::atomic<uint64_t> compares_cancelled{0};   // comparisons stopped because their client left
   std::vector<std::string> models;                // --model files: live runs (live_runs.h)
+  EngineOptions engine;                           // the live runs' engine options (VizConfig)
+  std::string digest_cache_dir;                   // where their model digests are cached (VizConfig)
   std::shared_ptr<class LiveRuns> live;           // null without models
 };
 

@@ -101,6 +101,8 @@ VizServer::VizServer(const VizConfig& config)
   });
 
   ctx_.models = config.models;
+  ctx_.engine = config.engine;
+  ctx_.digest_cache_dir = config.digest_cache_dir;
   register_api_routes(server_, ctx_);
   server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
     if (!ctx_.web_root) {

@@ -19,6 +19,8 @@ struct VizConfig {
   std::vector<std::string> traces_dirs;
   std::string web_dir;                // "" = API only
   std::vector<std::string> models;    // --model files: live runs
+  EngineOptions engine;               // the live runs' engine (main: EngineOptions::from_env)
+  std::string digest_cache_dir;       // the live runs' model digests (trace::digest_cache_dir; "" none)
   size_t threads = 8;                 // threads kept ready for connections
   size_t max_threads = 256;           // connections served at once (more wait in a queue)
   uint64_t max_trace_bytes = trace::kDefaultMaxTraceBytes;  // JSON text read from one trace

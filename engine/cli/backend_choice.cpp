@@ -66,7 +66,7 @@ void print_backend_memory(const Backend& b, const char* when) {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
-                                      ThreadPool* pool, bool quiet) {
+                                      const CudaOptions& cuda_options, ThreadPool* pool, bool quiet) {
   std::string why;
   // Every family Model::load accepts (qwen2, qwen3, llama) runs on both backends; any other
   // architecture never gets here (Model::load names it and the supported ones).
@@ -76,7 +76,9 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m,
   if (use_cuda) {
     if (!cuda_ok) fail("--backend cuda: ", why);
 #if MINFER_HAVE_CUDA
-    b = std::make_unique<CudaBackend>(m, path);
+    b = std::make_unique<CudaBackend>(m, path, cuda_options);
+#else
+    (void)cuda_options;
 #endif
   } else {
     if (choice == "auto" && !quiet) std::fprintf(stderr, "backend: auto picks cpu: %s\n", why.c_str());

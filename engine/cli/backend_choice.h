@@ -26,7 +26,9 @@ void print_backend_memory(const Backend& b, const char* when);
 bool is_memory_measurement(const std::string& what);
 int64_t memory_categories_total(const MemoryReport& m);  // the sum of the categories only
 
+// cuda_options: the CUDA backend's (the program's EngineOptions::cuda); a cpu backend has none.
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
-                                      ThreadPool* pool = nullptr, bool quiet = false);
+                                      const CudaOptions& cuda_options, ThreadPool* pool = nullptr,
+                                      bool quiet = false);
 
 }  // namespace minfer

@@ -19,6 +19,9 @@ struct CliOptions {
   std::vector<std::string> trace_args;  // --trace* flags, handed to the recorder
   std::string compare_path;   // --compare-path mmq|f32|f16: a paired trace against that path
   std::string tokens_from;    // --tokens-from A.json: replay that trace's tokens
+  // From the environment (run_cli reads it once): where the model's digest (meta.model.sha256,
+  // --tokens-from's check) is cached, trace::digest_cache_dir; "" = not cached.
+  std::string digest_cache_dir;
 };
 
 // Throws Error with a usage hint on bad arguments.

@@ -26,11 +26,11 @@ class RecorderSession final : public TraceSession {
 
 }  // namespace
 
-std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Model& m,
+std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, const Environment& env, const Model& m,
                                                         const Backend& b, const Tokenizer& tok,
                                                         const TraceExtras& x) {
   std::vector<std::string> args = o.trace_args;
-  auto opts = trace::RecorderOptions::from_env_and_args(args);
+  auto opts = trace::RecorderOptions::from_env_and_args(env, args);
   if (!args.empty()) fail("unknown option '", args[0], "'");
   return start(std::move(opts), o, m, b, tok, x);
 }
@@ -38,7 +38,9 @@ std::unique_ptr<TraceSession> TraceSession::maybe_start(const CliOptions& o, con
 std::unique_ptr<TraceSession> TraceSession::start(trace::RecorderOptions opts, const CliOptions& o, const Model& m,
                                                   const Backend& b, const Tokenizer& tok, const TraceExtras& x) {
   if (!opts.enabled()) return nullptr;
-  nlohmann::json meta = run_meta(m, b, RunSettings{o.model, o.sampler, o.n_predict, opts.kernel_steps}, x);
+  RunSettings s{o.model, o.sampler, o.n_predict, opts.kernel_steps};
+  s.digest_cache_dir = o.digest_cache_dir;
+  nlohmann::json meta = run_meta(m, b, s, x);
   return std::make_unique<RecorderSession>(std::move(opts), std::move(meta), tok);
 }
 

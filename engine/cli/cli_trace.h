@@ -5,6 +5,7 @@
 
 #include "cli/cli_args.h"
 #include "cli/run_meta.h"
+#include "core/environment.h"
 #include "exec/backend.h"
 #include "exec/generate.h"
 #include "model/model.h"
@@ -15,8 +16,9 @@ namespace minfer {
 
 class TraceSession {
  public:
-  // nullptr when no trace was requested (then nothing is recorded and nothing costs).
-  static std::unique_ptr<TraceSession> maybe_start(const CliOptions& o, const Model& m,
+  // nullptr when no trace was requested (then nothing is recorded and nothing costs). env: the
+  // program's environment (MINFER_TRACE*, with o.trace_args: trace::RecorderOptions).
+  static std::unique_ptr<TraceSession> maybe_start(const CliOptions& o, const Environment& env, const Model& m,
                                                    const Backend& b, const Tokenizer& tok,
                                                    const TraceExtras& extras);
   // The same with the recorder's options already read (minfer-bench: one trace per run).

@@ -5,7 +5,6 @@
 #include "recorder_options.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <optional>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +15,8 @@
 #include "cli/cli_args.h"
 #include "cli/cli_trace.h"
 #include "cli/tokens_from.h"
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "exec/generate.h"
@@ -25,6 +26,7 @@
 #include "output_file.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
+#include "trace_input.h"
 
 namespace minfer {
 namespace {
@@ -54,12 +56,12 @@ void write_text_file(const std::string& path, const std::string& text) { trace::
 
 // --compare-path (or MINFER_COMPARE_PATH): the reference backend of a paired run, of the same
 // kind as the main one; null when none was asked for.
-std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Model& m, const Backend& main) {
-  const char* env = std::getenv("MINFER_COMPARE_PATH");
-  const std::string name = !o.compare_path.empty() ? o.compare_path : env ? env : "";
+std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Environment& env, const EngineOptions& engine,
+                                           const Model& m, const Backend& main) {
+  const std::string name = !o.compare_path.empty() ? o.compare_path : env_text(env, "MINFER_COMPARE_PATH");
   if (name.empty()) return nullptr;
   const MatmulPath p = parse_matmul_path(name, o.compare_path.empty() ? "MINFER_COMPARE_PATH" : "--compare-path");
-  auto ref = make_backend(main.name(), m, p, nullptr, /*quiet=*/true);
+  auto ref = make_backend(main.name(), m, p, engine.cuda, nullptr, /*quiet=*/true);
   if (ref->matmul_path_label() != name)
     std::fprintf(stderr, "compare: '%s' names the float path; on %s it computes in %s and is recorded as %s\n",
                  name.c_str(), ref->name().c_str(), ref->matmul_path_label().c_str(), ref->matmul_path_label().c_str());
@@ -68,21 +70,27 @@ std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Model& m, 
   return ref;
 }
 
-int run_generate(const CliOptions& o) {
+int run_generate(CliOptions o) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  // The flag wins; the variable is checked before any work, whichever backend runs.
-  if (o.threads > 0) setenv("MINFER_THREADS", std::to_string(o.threads).c_str(), 1);
-  else threads_from_env();
+  // The environment, read once: every variable is checked before any work, whichever backend
+  // runs. --threads wins over MINFER_THREADS, which is then not read.
+  Environment env = process_environment();
+  if (o.threads > 0) env.erase("MINFER_THREADS");
+  EngineOptions engine = EngineOptions::from_env(env);
+  if (o.threads > 0) engine.threads = o.threads;
+  ThreadPool::set_global_threads(engine.threads);
+  o.digest_cache_dir = trace::digest_cache_dir(env);
   auto model = Model::load(o.model);
   auto tok = Tokenizer::from_gguf(*model->file);
-  auto backend = make_backend(o.backend, *model, matmul_path_from_env());
-  auto reference = reference_backend(o, *model, *backend);
+  auto backend = make_backend(o.backend, *model, engine.prefill, engine.cuda);
+  auto reference = reference_backend(o, env, engine, *model, *backend);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
   std::optional<ReplayTokens> replay;
   if (!o.tokens_from.empty())
-    replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model), model->hp.n_vocab);
+    replay = load_replay_tokens(o.tokens_from, trace::sha256_file(o.model, o.digest_cache_dir), model->hp.n_vocab,
+                                trace::default_max_trace_bytes(env));
   std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   const bool have_text = !o.prompt_file.empty() || !o.prompt.empty();
   std::vector<int32_t> prompt = have_text || !replay ? tok->encode_prompt(text) : replay->prompt;
@@ -97,9 +105,10 @@ int run_generate(const CliOptions& o) {
     fail("the prompt has ", prompt.size(), " tokens, more than the model's context of ",
          model->hp.n_ctx, " (", architecture_name(model->hp.arch), ".context_length)");
   if (!o.dump_graph.empty())
-    write_text_file(o.dump_graph, graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()))));
+    write_text_file(o.dump_graph,
+                    graph_json_text(make_graph(*model, Phase::Prefill, static_cast<int>(prompt.size()), engine.graph_fusion)));
 
-  auto trace = TraceSession::maybe_start(o, *model, *backend, *tok,
+  auto trace = TraceSession::maybe_start(o, env, *model, *backend, *tok,
                                          TraceExtras{text, reference.get(), replay ? &*replay : nullptr,
                                                      [&] { return backend->read_bandwidth_gbs(); }});
   if (reference && !trace)
@@ -108,6 +117,7 @@ int run_generate(const CliOptions& o) {
   g.n_predict = o.n_predict;
   g.sampler = o.sampler;
   g.reference = reference.get();
+  g.graph_fusion = engine.graph_fusion;
   if (replay) g.forced = replay->generated;
   if (!o.stats_only_output) {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -37,7 +37,7 @@ nlohmann::json run_meta(const Model& m, const Backend& b, const RunSettings& s, 
   nlohmann::json meta = {
       {"model",
        {{"file", std::filesystem::path(s.model_path).filename().string()},
-        {"sha256", trace::sha256_file(s.model_path)},
+        {"sha256", trace::sha256_file(s.model_path, s.digest_cache_dir)},
         {"size_bytes", m.file->file_size()},
         {"architecture", architecture_name(h.arch)},
         {"name", name},

@@ -37,6 +37,9 @@ struct RunSettings {
   // CLI's recorder does; a live run's observer does not (its summaries come from host copies and
   // it records no kernels), and its meta says so.
   bool backend_records = true;
+  // Where meta.model.sha256 is cached (trace::digest_cache_dir of the program's environment);
+  // "": not cached.
+  std::string digest_cache_dir = "";
 };
 
 // Every fact is read from the model and the backend themselves (backend-specific ones through

@@ -7,11 +7,12 @@
 
 namespace minfer {
 
-ReplayTokens load_replay_tokens(const std::string& path, const std::string& model_sha256, int64_t n_vocab) {
+ReplayTokens load_replay_tokens(const std::string& path, const std::string& model_sha256, int64_t n_vocab,
+                                uint64_t max_trace_bytes) {
   const std::string what = "--tokens-from " + path;
   trace::ReadOptions ro;
   ro.label = what;
-  ro.max_bytes = trace::default_max_trace_bytes();
+  ro.max_bytes = max_trace_bytes;
   const nlohmann::json t = trace::load_checked_trace(path, nullptr, ro);
   const nlohmann::json& model = t["meta"]["model"];
   const std::string sha = model["sha256"].get<std::string>();

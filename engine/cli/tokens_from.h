@@ -16,9 +16,11 @@ struct ReplayTokens {
   std::vector<int32_t> generated;
 };
 
-// Reads a trace (.json, .json.gz, v2 or v3; validated). Errors name the file and the problem:
-// not a trace, recorded with another model (meta.model.sha256 differs from model_sha256), no
-// steps, a token id outside the vocabulary.
-ReplayTokens load_replay_tokens(const std::string& path, const std::string& model_sha256, int64_t n_vocab);
+// Reads a trace (.json, .json.gz, v2 or v3; validated; at most max_trace_bytes of JSON text,
+// trace::default_max_trace_bytes). Errors name the file and the problem: not a trace, recorded
+// with another model (meta.model.sha256 differs from model_sha256), no steps, a token id outside
+// the vocabulary.
+ReplayTokens load_replay_tokens(const std::string& path, const std::string& model_sha256, int64_t n_vocab,
+                                uint64_t max_trace_bytes);
 
 }  // namespace minfer

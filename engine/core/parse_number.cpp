@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <system_error>
 
@@ -70,16 +69,6 @@ uint64_t parse_byte_size(std::string_view text, std::string_view what) {
     fail(what, ": expected a size in bytes from 1 to ", UINT64_MAX,
          ", optionally with K, M or G (1024, 1024^2, 1024^3), got ", quoted(text));
   return v * unit;
-}
-
-int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t unset) {
-  const char* v = std::getenv(name);
-  return v && *v ? parse_int(v, name, lo, hi) : unset;
-}
-
-double env_number(const char* name, double lo, double hi, double unset) {
-  const char* v = std::getenv(name);
-  return v && *v ? parse_number(v, name, lo, hi) : unset;
 }
 
 }  // namespace minfer

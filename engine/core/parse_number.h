@@ -15,9 +15,7 @@ uint64_t parse_uint(std::string_view text, std::string_view what, uint64_t lo, u
 double parse_number(std::string_view text, std::string_view what, double lo, double hi);
 // A positive count of bytes, optionally with K, M or G (binary units: 1024, 1024^2, 1024^3).
 uint64_t parse_byte_size(std::string_view text, std::string_view what);
-
-// The environment variable `name` through the same checks; `unset` when it is unset or empty.
-int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t unset);
-double env_number(const char* name, double lo, double hi, double unset);
+// (An environment variable goes through the same checks: env_int / env_number of
+// core/environment.h, on the environment a program's main read.)
 
 }  // namespace minfer

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/parse_number.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,13 +16,19 @@ namespace {
 // ~50-300 µs of pause instructions (pause takes 10-140 cycles by CPU): long enough to bridge
 // two nodes, short enough not to steal an oversubscribed core for long.
 constexpr int kSpinBeforeSleep = 1 << 11;
+
+std::atomic<int> g_global_threads{0};  // set_global_threads
+std::atomic<bool> g_global_started{false};
+
+int threads_for(int n) {  // a pool's count for an asked n (<= 0: every core)
+  if (n > kMaxThreads) fail("thread pool: asked for ", n, " threads, at most ", kMaxThreads);
+  return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-int threads_from_env() { return static_cast<int>(env_int("MINFER_THREADS", 1, kMaxThreads, 0)); }
+}  // namespace
 
 ThreadPool::ThreadPool(int n) {
-  if (n > kMaxThreads) fail("thread pool: asked for ", n, " threads, at most ", kMaxThreads);
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = threads_for(n);
   n_threads_ = n;
   for (int i = 1; i < n; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
@@ -97,8 +102,15 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
 }
 
 ThreadPool& ThreadPool::global() {
-  static ThreadPool pool(threads_from_env());
+  static ThreadPool pool((g_global_started = true, g_global_threads.load()));
   return pool;
+}
+
+void ThreadPool::set_global_threads(int n) {
+  const int want = threads_for(n);
+  if (g_global_started && global().size() != want)
+    fail("thread pool: the global pool already runs ", global().size(), " threads; asked for ", want);
+  g_global_threads = n;
 }
 
 }  // namespace minfer

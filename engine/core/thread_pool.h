@@ -14,9 +14,6 @@ namespace minfer {
 // typo would start a machine-freezing number of threads.
 inline constexpr int kMaxThreads = 1024;
 
-// MINFER_THREADS, checked (1..kMaxThreads; core/parse_number.h); 0 when unset: every core.
-int threads_from_env();
-
 class ThreadPool {
  public:
   explicit ThreadPool(int n_threads);  // n_threads <= 0: hardware concurrency; > kMaxThreads: Error
@@ -30,7 +27,13 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t, int)>& fn);
 
-  static ThreadPool& global();  // sized by MINFER_THREADS or the core count
+  // The pool of the code that is given none, started at its first use with the count
+  // set_global_threads gave, else one thread per core.
+  static ThreadPool& global();
+  // The global pool's count (0: every core), set by a program's main before the pool's first
+  // use, from --threads or EngineOptions::threads (MINFER_THREADS). Error beyond kMaxThreads, and
+  // once the pool runs with another count.
+  static void set_global_threads(int n);
 
  private:
   void worker(int index);

@@ -25,6 +25,7 @@
 #include "cuda/head_rms_norm.h"
 #include "cuda/kernel_profiler.h"
 #include "cuda/kv_cache.h"
+#include "cuda/launch_settings.h"
 #include "cuda/logits_summary.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
@@ -44,11 +45,6 @@ namespace minfer {
 namespace {
 
 using cuda::DeviceBuffer;
-
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
-}
 
 // The summaries a step computed on the device (inside its CUDA graph when it has one).
 struct StepSummaries {
@@ -251,7 +247,8 @@ std::string plan_key(const Graph& g) {
 struct CudaBackend::Impl {
   const Model& m;
   MatmulPath path;
-  bool graphs;
+  CudaOptions opts;  // as the program read them (EngineOptions::cuda)
+  bool graphs;  // decode steps replayed as one CUDA graph (MINFER_NO_CUDA_GRAPH=1: eager)
   bool fusion;  // fused one-row kernels (MINFER_CUDA_FUSION=0: the unfused reference path)
   bool chain;   // decode steps fed the previous step's argmax on the device (MINFER_CUDA_CHAIN=0: off)
   cudaStream_t stream = nullptr;
@@ -334,8 +331,8 @@ struct CudaBackend::Impl {
   }
   const NodeOutput* rerun_matmul(const Graph& g, const Node& n, MatmulPath p, StepPlan& plan);
 
-  Impl(const Model& model, MatmulPath p) : m(model), path(p), graphs(!env_is("MINFER_NO_CUDA_GRAPH", "1")),
-        fusion(cuda::step_fusion_enabled()), chain(!env_is("MINFER_CUDA_CHAIN", "0")) {}
+  Impl(const Model& model, MatmulPath p, const CudaOptions& o)
+      : m(model), path(p), opts(o), graphs(o.step_graphs), fusion(o.step_fusion), chain(o.chain) {}
   ~Impl() {
     // A chained step launched past the end of a generation may still run: nothing it uses is
     // freed before it ends.
@@ -407,7 +404,11 @@ struct CudaBackend::Impl {
   void matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p);
 };
 
-CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_unique<Impl>(m, path)) {
+CudaBackend::CudaBackend(const Model& m, MatmulPath path, const CudaOptions& options)
+    : impl_(std::make_unique<Impl>(m, path, options)) {
+  // The CUDA module's process-wide switches (PDL, a wait after each launch, the wait bound):
+  // every launcher reads them, and launchers have no backend.
+  cuda::apply_launch_settings(options);
   std::string why;
   if (!cuda::device_usable(&why)) fail("cuda backend: ", why);
   CUDA_CHECK(cudaSetDevice(0));
@@ -428,8 +429,8 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path) : impl_(std::make_uniq
   }
   impl_->check_weight_types();
   // The streaming decode matvec where it measured faster: the wider models (mmvq_stream.h).
-  cuda::set_stream_enabled(!env_is("MINFER_MMVQ_STREAM", "0") && m.hp.n_embd >= cuda::kStreamMinModelWidth);
-  cuda::set_direct_enabled(!env_is("MINFER_MMVQ_DIRECT", "0"));
+  cuda::set_stream_enabled(options.mmvq_stream && m.hp.n_embd >= cuda::kStreamMinModelWidth);
+  cuda::set_direct_enabled(options.mmvq_direct);
   cuda::check_cublas(cublasCreate(&impl_->cublas), "cublasCreate");
   // A fixed workspace: cuBLAS then never allocates inside a step (or a captured graph).
   impl_->cublas_workspace.alloc(32u << 20, "the cuBLAS workspace");
@@ -611,7 +612,7 @@ void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const fl
     return;
   }
   if (is_quantized(w.type) && path == MatmulPath::MMQ) {
-    cuda::mmq(w.type, w.data, w.rows, w.cols, quantized(), nt, bias, y, stream);
+    cuda::mmq_with_tile(w.type, w.data, w.rows, w.cols, quantized(), nt, bias, y, opts.mmq_tile, stream);
     return;
   }
   if (is_quantized(w.type) && !w.w16) fail("cuda: weight '", n.weight, "' has no W16 cache copy");
@@ -733,7 +734,7 @@ const NodeOutput* CudaBackend::Impl::rerun_matmul(const Graph& g, const Node& n,
       fail("rerun_node: weight '", n.weight, "' has type ", minfer::name(w.type), ", which the mmq kernel does not support");
     room(rerun.act_q8, static_cast<size_t>(nt * w.cols / 32 * 36), "the rerun's Q8_1 activations (paired trace)");
     cuda::quantize_q8_1(x, nt, w.cols, rerun.act_q8.get(), s);
-    cuda::mmq(w.type, w.data, w.rows, w.cols, rerun.act_q8.get(), nt, bias, y, s);
+    cuda::mmq_with_tile(w.type, w.data, w.rows, w.cols, rerun.act_q8.get(), nt, bias, y, opts.mmq_tile, s);
   } else {
     if (room(rerun.w16, static_cast<size_t>(w.rows * w.cols) * sizeof(__half), "the rerun's f16 weight (paired trace)"))
       rerun.w16_of.clear();
@@ -1112,8 +1113,9 @@ void CudaBackend::run_step(const Graph& g, const StepInfo& s) {
   if (summaries) d.prepare_summaries(g, p);
   const bool logits_summary = d.prepare_logits_summary(g, p);
   const bool graph = g.phase == Phase::Decode && d.graphs;
-  // CUPTI is touched only when kernels are recorded (an untraced run never initialises it).
-  d.profiling = d.rec.kernels && cuda::KernelProfiler::get().available();
+  // CUPTI is touched only when kernels are recorded (an untraced run never initialises it), and
+  // never with MINFER_NO_CUPTI=1 (CudaOptions::cupti).
+  d.profiling = d.rec.kernels && d.opts.cupti && cuda::KernelProfiler::get().available();
   // A step whose kernels CUPTI records keeps its summaries inside it (its records then hold them).
   unsigned variant = (summaries ? 1u : 0u) | (logits_summary ? 2u : 0u);
   if (variant && d.profiling) variant |= StepPlan::kTailJoined;
@@ -1223,9 +1225,8 @@ StepGpuTime CudaBackend::gpu_time() {
   StepGpuTime t;
   if (sl.rec.kernels) {
     if (d.reading != d.cur) fail("gpu_time: kernel records exist for the last launched step only");
-    cuda::KernelProfiler& prof = cuda::KernelProfiler::get();
-    t = d.profiling ? prof.end_step(d.stream, sl.capture) : StepGpuTime{};
-    if (!d.profiling) t.note = "cupti unavailable: " + prof.reason();
+    t = d.profiling ? cuda::KernelProfiler::get().end_step(d.stream, sl.capture) : StepGpuTime{};
+    if (!d.profiling) t.note = "cupti unavailable: " + kernel_records_unavailable();
     d.profiling = false;
     const cuda::StepFusion& f = sl.plan->fusion;
     for (KernelRecord& k : t.kernels) {  // a fused kernel computes every node of its group
@@ -1245,6 +1246,7 @@ StepGpuTime CudaBackend::gpu_time() {
 }
 
 std::string CudaBackend::kernel_records_unavailable() const {
+  if (!impl_->opts.cupti) return "disabled by MINFER_NO_CUPTI=1";
   const cuda::KernelProfiler& p = cuda::KernelProfiler::get();
   return p.available() ? "" : p.reason();
 }

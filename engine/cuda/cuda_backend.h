@@ -3,7 +3,7 @@
 // in a prefill nobody records: its outputs share one arena by lifetime (exec/buffer_plan.h).
 // A decode step is captured once into a CUDA graph and replayed for every token; the token id
 // and position are copied into device memory before each replay and every kernel reads them
-// there. MINFER_NO_CUDA_GRAPH=1 runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
+// there. CudaOptions::step_graphs = false (MINFER_NO_CUDA_GRAPH=1) runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
 // with MINFER_MMQ=0, weights dequantized once to f16 (the "W16 cache") and cuBLAS tensor cores.
 // Paired traces (--compare-path): node reruns on the other path and the metrics against the
 // reference are computed on the device (rerun_node, DeviceOutput in the .cpp).
@@ -19,8 +19,11 @@ namespace minfer {
 class CudaBackend final : public Backend {
  public:
   // Uploads the weights; every weight type is checked against the kernels that will read it
-  // (an unsupported one is an Error naming the tensor, never a CPU fallback).
-  CudaBackend(const Model& m, MatmulPath path);
+  // (an unsupported one is an Error naming the tensor, never a CPU fallback). options: the
+  // program's EngineOptions::cuda (CUDA graphs, fusion, chaining, kernel choices, CUPTI); its
+  // process-wide switches (PDL, launch sync, wait bound) are set for every launcher
+  // (cuda/launch_settings.h).
+  CudaBackend(const Model& m, MatmulPath path, const CudaOptions& options = {});
   ~CudaBackend() override;
   std::string name() const override { return "cuda"; }
   std::string device() const override;

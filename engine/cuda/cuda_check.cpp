@@ -1,14 +1,31 @@
 #include "cuda/cuda_check.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <cstdlib>
 #include <string>
 #include <thread>
 
-#include "core/parse_number.h"
+#include "cuda/launch_settings.h"
+#include "cuda/pdl.h"
 
 namespace minfer::cuda {
+namespace {
+
+std::atomic<bool> g_sync_after_launch{false};  // set_sync_after_launch
+std::atomic<double> g_wait_timeout_s{120.0};   // set_wait_timeout
+
+}  // namespace
+
+void set_sync_after_launch(bool on) { g_sync_after_launch.store(on, std::memory_order_relaxed); }
+
+void set_wait_timeout(double seconds) { g_wait_timeout_s.store(seconds, std::memory_order_relaxed); }
+
+void apply_launch_settings(const CudaOptions& o) {
+  set_pdl_enabled(o.pdl);
+  set_sync_after_launch(o.sync_launches);
+  set_wait_timeout(o.wait_timeout_s);
+}
 
 void throw_cuda_error(cudaError_t e, const char* what, const char* file, int line) {
   const char* base = std::strrchr(file, '/');
@@ -19,11 +36,7 @@ void throw_cuda_error(cudaError_t e, const char* what, const char* file, int lin
 void check_launch(const char* kernel, cudaStream_t s) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) fail("CUDA kernel ", kernel, " failed to launch: ", cudaGetErrorString(e));
-  static const bool sync = [] {
-    const char* v = std::getenv("MINFER_CUDA_SYNC");
-    return v && std::string(v) == "1";
-  }();
-  if (!sync) return;
+  if (!g_sync_after_launch.load(std::memory_order_relaxed)) return;
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(s, &cs));
   if (cs == cudaStreamCaptureStatusNone) sync_bounded(s, kernel);
@@ -34,7 +47,7 @@ namespace {
 // Polls `ready` (cudaStreamQuery / cudaEventQuery) until it stops saying cudaErrorNotReady.
 template <class Query>
 void wait_bounded(Query ready, const char* what) {
-  static const double limit_s = env_number("MINFER_CUDA_TIMEOUT_S", 0.001, 86400, 120.0);
+  const double limit_s = g_wait_timeout_s.load(std::memory_order_relaxed);
   const auto t0 = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {
     cudaError_t e = ready();

@@ -145,11 +145,8 @@ KernelProfiler& KernelProfiler::get() {
   return p;
 }
 
+// MINFER_NO_CUPTI=1 (CudaOptions::cupti) is the backend's: it then never asks for the profiler.
 KernelProfiler::KernelProfiler() {
-  if (const char* off = std::getenv("MINFER_NO_CUPTI"); off && std::string(off) == "1") {
-    reason_ = "disabled by MINFER_NO_CUPTI=1";
-    return;
-  }
   CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) {
     reason_ = cupti_error(r, "cuptiActivityRegisterCallbacks");

@@ -88,7 +88,6 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "core/parse_number.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/mmq_async.h"
@@ -623,22 +622,15 @@ void launch_mmq_tile(const void* w, int64_t n_out, int64_t n_in, const void* x, 
   check_launch(kernel, s);
 }
 
-// MINFER_MMQ_TILE=128|64|32|16 forces every launch's tile (a tuning knob: to measure the rule's
-// choice against the others on a device); 0 or unset: the rule.
-int forced_tile_rows() {
-  static const int rows = static_cast<int>(env_int("MINFER_MMQ_TILE", 0, 128, 0));
-  return rows;
-}
-
 // tile_rows 0: the 128-row tile (one CTA per SM) when it fills every SM at least once, else the
-// largest of 64, 32, 16 rows (two CTAs per SM) that still launches a CTA per two SMs (or
-// MINFER_MMQ_TILE's); else that tile.
+// largest of 64, 32, 16 rows (two CTAs per SM) that still launches a CTA per two SMs; else that
+// tile (the backend passes CudaOptions::mmq_tile: MINFER_MMQ_TILE forces every launch's tile, a
+// tuning knob to measure the rule's choice against the others on a device).
 template <WeightType T>
 void launch_mmq(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t nt, const float* bias, float* y,
                 cudaStream_t s, const char* kernel, int tile_rows) {
   const int64_t gy = (nt + kTileTok - 1) / kTileTok;
   if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kTileTok, ")");
-  if (tile_rows == 0) tile_rows = forced_tile_rows();
   if (tile_rows == 0) {
     const int64_t want = (sm_count() + 1) / 2;
     const auto ctas = [&](int rows) { return (n_out + rows - 1) / rows * gy; };

@@ -18,7 +18,8 @@ void mmq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x
          float* y, cudaStream_t s);
 
 // As mmq, with the CTA's output tile forced to tile_rows = 128, 64, 32 or 16 rows (0: the launcher's
-// choice from the grid size, as mmq). For tests, which must cover every tile on any GPU.
+// choice from the grid size, as mmq). For tests, which must cover every tile on any GPU, and the
+// backend, which passes CudaOptions::mmq_tile (MINFER_MMQ_TILE).
 void mmq_with_tile(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,
                    const float* bias, float* y, int tile_rows, cudaStream_t s);
 

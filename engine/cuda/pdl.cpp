@@ -1,17 +1,12 @@
 #include "cuda/pdl.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string>
 
 namespace minfer::cuda {
 namespace {
 
 std::atomic<bool>& flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("MINFER_PDL");
-    return !(v && std::string(v) == "0");
-  }()};
+  static std::atomic<bool> on{true};
   return on;
 }
 

@@ -4,10 +4,11 @@
 
 namespace minfer::cuda {
 
-// Whether launch_pdl asks for programmatic stream serialization. On unless MINFER_PDL=0 (read
-// once, at the first call). Read at launch time: a CUDA graph keeps what it was captured with.
+// Whether launch_pdl asks for programmatic stream serialization. On by default; CudaBackend sets
+// it from CudaOptions::pdl (off with MINFER_PDL=0; launch_settings.h). Read at launch time: a
+// CUDA graph keeps what it was captured with.
 bool pdl_enabled();
-// Tests flip it (PDL on vs off must give bit-identical results). Not meant to change while
+// Tests flip it too (PDL on vs off must give bit-identical results). Not meant to change while
 // another thread launches.
 void set_pdl_enabled(bool on);
 

@@ -1,7 +1,6 @@
 #include "cuda/step_fusion.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 namespace minfer::cuda {
@@ -11,11 +10,6 @@ bool is_matvec(const Node& n) { return (n.op == Op::MatMul || n.op == Op::Logits
 bool is_rope(const Node& n) { return n.op == Op::Rope || n.op == Op::RopeNormal; }
 
 }  // namespace
-
-bool step_fusion_enabled() {
-  const char* v = std::getenv("MINFER_CUDA_FUSION");
-  return !(v && std::string(v) == "0");
-}
 
 StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec) {
   StepFusion f;

@@ -10,7 +10,8 @@
 // The rope groups take either layout (Rope: NeoX, RopeNormal: Llama) and a frequency-divisor
 // weight (rope_freqs) when q and k rope carry the same one. Nothing here assumes biases (the
 // matvecs' are optional epilogues) or n_head * head_dim == n_embd (each matvec has its own width).
-// MINFER_CUDA_FUSION=0 turns it off: the unfused kernels are the reference path.
+// CudaOptions::step_fusion = false (MINFER_CUDA_FUSION=0) turns it off: the unfused kernels are
+// the reference path.
 #pragma once
 #include <functional>
 #include <vector>
@@ -35,7 +36,5 @@ struct StepFusion {
 // quantized_matvec(n): n is a MatMul/Logits node over one row whose weight the fused matvec
 // kernels support.
 StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec);
-
-bool step_fusion_enabled();  // MINFER_CUDA_FUSION != "0"
 
 }  // namespace minfer::cuda

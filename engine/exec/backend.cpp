@@ -1,6 +1,5 @@
 #include "exec/backend.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -16,11 +15,6 @@ MatmulPath parse_matmul_path(const std::string& name, const std::string& what) {
   if (name == "mmq") return MatmulPath::MMQ;
   if (name == "f32" || name == "f16") return MatmulPath::Float;
   fail(what, ": expected mmq, f32 or f16, got '", name, "'");
-}
-
-MatmulPath matmul_path_from_env() {
-  const char* e = std::getenv("MINFER_MMQ");
-  return (e && std::string(e) == "0") ? MatmulPath::Float : MatmulPath::MMQ;
 }
 
 }  // namespace minfer

@@ -10,16 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/engine_options.h"
 #include "exec/observer.h"
 #include "graph/graph.h"
 
 namespace minfer {
 
-enum class MatmulPath { MMQ, Float };  // MINFER_MMQ=0 selects Float for prefill
+// MatmulPath (the prefill's matmul path, EngineOptions::prefill) is core/engine_options.h's.
 // The path's name as traces and tools print it: "mmq", or the float path named for what it
 // computes on that backend: "f32" on cpu (f32 GEMM), "f16" on cuda (f16 tensor-core GEMM).
 const char* matmul_path_name(MatmulPath p, const std::string& backend);
-MatmulPath matmul_path_from_env();
 // "mmq", "f32" or "f16" (both float names select the float path of any backend); an Error
 // naming `what` (a flag or variable) otherwise.
 MatmulPath parse_matmul_path(const std::string& name, const std::string& what);

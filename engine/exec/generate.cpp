@@ -124,13 +124,13 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     return left;
   };
 
-  Graph prefill = make_graph(m, Phase::Prefill, static_cast<int>(prompt.size()));
+  Graph prefill = make_graph(m, Phase::Prefill, static_cast<int>(prompt.size()), opt.graph_fusion);
   // The decode graph too, before any step runs: the observer describes both up front (a trace
   // head that gains a graph after a step was written is rebuilt, ~6 ms of JSON in the first
   // decode step).
   Graph decode;
   const bool decodes = opt.n_predict > 1 && static_cast<int64_t>(prompt.size()) < m.hp.n_ctx;
-  if (decodes) decode = make_graph(m, Phase::Decode, 1);
+  if (decodes) decode = make_graph(m, Phase::Decode, 1, opt.graph_fusion);
   if (obs) {
     obs->on_graph(prefill);
     if (decodes) obs->on_graph(decode);

@@ -22,6 +22,9 @@ struct GenerateOptions {
   // Teacher forcing: the tokens fed as the generated ones instead of the sampler's picks (the
   // sampler still runs: its pick is reported as `chosen`). Generation stops when they run out.
   std::optional<std::vector<int32_t>> forced;
+  // Whether the step graphs are fused (make_graph; EngineOptions::graph_fusion, off with
+  // MINFER_NO_FUSION=1).
+  bool graph_fusion = true;
 };
 
 struct GenerateResult {

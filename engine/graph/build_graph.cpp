@@ -1,6 +1,5 @@
 #include "graph/build_graph.h"
 
-#include <cstdlib>
 #include <string>
 
 namespace minfer {
@@ -115,10 +114,9 @@ void fuse(Graph& g) {
   g.fused = true;
 }
 
-Graph make_graph(const Model& m, Phase phase, int n_tokens) {
+Graph make_graph(const Model& m, Phase phase, int n_tokens, bool fused) {
   Graph g = build_graph(m, phase, n_tokens);
-  const char* nf = std::getenv("MINFER_NO_FUSION");
-  if (!(nf && std::string(nf) == "1")) fuse(g);
+  if (fused) fuse(g);
   return g;
 }
 

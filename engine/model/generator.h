@@ -20,7 +20,7 @@ struct GenSpec {
   GenWeights weights = GenWeights::Q8_0;
   uint64_t seed = 1;
   std::string tokenizer_json;   // HF tokenizer.json; empty: the preset's vocabulary, default_tokenizer_json
-  int threads = 0;              // 0: the global pool (MINFER_THREADS or every core); the bytes never depend on it
+  int threads = 0;              // 0: the global pool (ThreadPool::set_global_threads: MINFER_THREADS, else every core); the bytes never depend on it
 };
 
 HParams preset_hparams(const std::string& preset);  // throws Error for an unknown preset

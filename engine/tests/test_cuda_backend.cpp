@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/pdl.h"
 #include "cuda_test_util.h"
 #include "exec/executor.h"
 #include "graph/build_graph.h"
@@ -149,13 +150,40 @@ TEST(CudaBackend, ErrorWithoutUsableGpu) {
   MINFER_REQUIRE_MODEL(path);
   auto m = Model::load(path);
   try {
-    make_backend("cuda", *m, MatmulPath::MMQ, nullptr, true);
+    make_backend("cuda", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
     FAIL() << "--backend cuda without a GPU must fail";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--backend cuda"), std::string::npos) << e.what();
   }
-  auto b = make_backend("auto", *m, MatmulPath::MMQ, nullptr, true);
+  auto b = make_backend("auto", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
   EXPECT_EQ(b->name(), "cpu");
+}
+
+// The program's CudaOptions (EngineOptions::cuda, read from the environment by the main) reach
+// the backend through make_backend: no variable is read below the main. The process-wide
+// switches (PDL, launch sync, wait bound) are set from them when the backend is built.
+TEST(CudaBackend, OptionsReachTheBackend) {
+  MINFER_REQUIRE_GPU();
+  auto path = minfer::testing::generated_model("cuda-err-q8_0", "tiny", GenWeights::Q8_0);
+  MINFER_REQUIRE_MODEL(path);
+  auto m = Model::load(path);
+  CudaOptions off;
+  off.step_graphs = false;  // MINFER_NO_CUDA_GRAPH=1
+  off.chain = false;        // MINFER_CUDA_CHAIN=0
+  off.cupti = false;        // MINFER_NO_CUPTI=1
+  off.pdl = false;          // MINFER_PDL=0
+  {
+    auto b = make_backend("cuda", *m, MatmulPath::MMQ, off, nullptr, true);
+    EXPECT_FALSE(b->step_graphs());
+    EXPECT_FALSE(b->chains_greedy_token());
+    EXPECT_EQ(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
+    EXPECT_FALSE(cuda::pdl_enabled());
+  }
+  auto b = make_backend("cuda", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
+  EXPECT_TRUE(b->step_graphs());
+  EXPECT_TRUE(b->chains_greedy_token());
+  EXPECT_TRUE(cuda::pdl_enabled());
+  EXPECT_NE(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
 }
 
 class CudaVsCpu : public ::testing::TestWithParam<Case> {};
@@ -216,9 +244,9 @@ TEST(CudaBackend, GraphReplayEqualsEager) {
     const TinyModel t = load_tiny(path);
     CudaBackend graphed(*t.m, MatmulPath::MMQ);
     ASSERT_TRUE(graphed.step_graphs());
-    setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-    CudaBackend eager(*t.m, MatmulPath::MMQ);
-    unsetenv("MINFER_NO_CUDA_GRAPH");
+    CudaOptions no_graphs;
+    no_graphs.step_graphs = false;  // MINFER_NO_CUDA_GRAPH=1
+    CudaBackend eager(*t.m, MatmulPath::MMQ, no_graphs);
     ASSERT_FALSE(eager.step_graphs());
     const auto a = run_steps(t, graphed);
     const auto b = run_steps(t, eager);
@@ -243,11 +271,10 @@ TEST_P(FusedVsUnfused, EveryNodeOfEveryStep) {
   MINFER_REQUIRE_MODEL(path);
   const TinyModel t = load_tiny(path);
   CudaBackend fused(*t.m, c.path);
-  setenv("MINFER_CUDA_FUSION", "0", 1);
-  setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  CudaBackend plain(*t.m, c.path);
-  unsetenv("MINFER_CUDA_FUSION");
-  unsetenv("MINFER_NO_CUDA_GRAPH");
+  CudaOptions unfused_eager;
+  unfused_eager.step_fusion = false;  // MINFER_CUDA_FUSION=0
+  unfused_eager.step_graphs = false;  // MINFER_NO_CUDA_GRAPH=1
+  CudaBackend plain(*t.m, c.path, unfused_eager);
   const auto a = run_steps(t, plain);
   const auto b = run_steps(t, fused);
   for (size_t s = 0; s < a.size(); ++s) {

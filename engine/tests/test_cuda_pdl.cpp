@@ -179,13 +179,14 @@ struct PdlCase {
   bool fusion;
 };
 
-// The backend is built (and its graphs captured) with the switch as the caller set it.
+// The backend is built (and its graphs captured) with the switch as the caller set it: its
+// options carry it (the backend sets the process-wide switch from them).
 std::vector<StepResult> run_model(const PdlCase& c, const Model& m, const Graph& pre, const Graph& dec) {
-  if (!c.graphs) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
-  if (!c.fusion) setenv("MINFER_CUDA_FUSION", "0", 1);
-  CudaBackend b(m, c.path);
-  unsetenv("MINFER_NO_CUDA_GRAPH");
-  unsetenv("MINFER_CUDA_FUSION");
+  CudaOptions co;
+  co.step_graphs = c.graphs;  // MINFER_NO_CUDA_GRAPH=1 when false
+  co.step_fusion = c.fusion;  // MINFER_CUDA_FUSION=0 when false
+  co.pdl = cuda::pdl_enabled();
+  CudaBackend b(m, c.path, co);
   EXPECT_EQ(b.step_graphs(), c.graphs);
   return minfer::testing::run_teacher_forced(b, pre, dec);
 }

@@ -127,10 +127,10 @@ TEST_P(Pipelined, GivesWhatTheSynchronousRunGives) {
   MINFER_REQUIRE_GPU();
   auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);
-  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  CudaOptions co;
+  co.step_graphs = GetParam();  // MINFER_NO_CUDA_GRAPH=1 when false
   auto m = Model::load(path);
-  CudaBackend pb(*m, MatmulPath::MMQ), sb(*m, MatmulPath::MMQ);
-  unsetenv("MINFER_NO_CUDA_GRAPH");
+  CudaBackend pb(*m, MatmulPath::MMQ, co), sb(*m, MatmulPath::MMQ, co);
   GenerateOptions opt;
   opt.n_predict = 12;
   opt.stop_at_eog = false;
@@ -180,13 +180,12 @@ TEST_P(Pipelined, ChainedStepsGiveTheHostFedTokens) {
   MINFER_REQUIRE_GPU();
   auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);
-  if (!GetParam()) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  CudaOptions co;
+  co.step_graphs = GetParam();  // MINFER_NO_CUDA_GRAPH=1 when false
   auto m = Model::load(path);
-  CudaBackend chained(*m, MatmulPath::MMQ);
-  setenv("MINFER_CUDA_CHAIN", "0", 1);
-  CudaBackend fed(*m, MatmulPath::MMQ);
-  unsetenv("MINFER_CUDA_CHAIN");
-  unsetenv("MINFER_NO_CUDA_GRAPH");
+  CudaBackend chained(*m, MatmulPath::MMQ, co);
+  co.chain = false;  // MINFER_CUDA_CHAIN=0
+  CudaBackend fed(*m, MatmulPath::MMQ, co);
   ASSERT_TRUE(chained.chains_greedy_token());
   ASSERT_FALSE(fed.chains_greedy_token());
   GenerateOptions opt;

@@ -107,10 +107,10 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
   auto path = minfer::testing::generated_model("cuda-rec-q4_0", "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);
   const bool graphs = GetParam().graphs;
-  if (!graphs) setenv("MINFER_NO_CUDA_GRAPH", "1", 1);
+  CudaOptions co;
+  co.step_graphs = graphs;  // MINFER_NO_CUDA_GRAPH=1 when false
   auto m = Model::load(path);
-  CudaBackend traced(*m, MatmulPath::MMQ), plain(*m, MatmulPath::MMQ);
-  unsetenv("MINFER_NO_CUDA_GRAPH");
+  CudaBackend traced(*m, MatmulPath::MMQ, co), plain(*m, MatmulPath::MMQ, co);
   ASSERT_EQ(traced.step_graphs(), graphs);
   const Graph pre = make_graph(*m, Phase::Prefill, static_cast<int>(kPrompt.size()));
   const Graph dec = make_graph(*m, Phase::Decode, 1);

@@ -102,7 +102,7 @@ TEST(Generator, GoldenBytesForAnyThreadCount) {
       MINFER_REQUIRE_MODEL(std::filesystem::exists(s.tokenizer_json) ? s.tokenizer_json : std::string());
       const std::string path = dir + "/gen-golden-family." + std::to_string(::getpid()) + ".gguf";
       generate_model(s, path);
-      EXPECT_EQ(trace::sha256_file(path, false), g.sha256) << g.preset << ", " << threads << " threads";
+      EXPECT_EQ(trace::sha256_file(path, ""), g.sha256) << g.preset << ", " << threads << " threads";
       std::filesystem::remove(path);
     }
   for (const Golden& g : kTinyGolden)
@@ -115,7 +115,7 @@ TEST(Generator, GoldenBytesForAnyThreadCount) {
       s.tokenizer_json = tok;
       const std::string path = dir + "/gen-golden." + std::to_string(::getpid()) + ".gguf";
       generate_model(s, path);
-      EXPECT_EQ(trace::sha256_file(path, false), g.sha256)
+      EXPECT_EQ(trace::sha256_file(path, ""), g.sha256)
           << "tiny " << g.weights << " seed " << g.seed << ", " << threads << " threads";
       std::filesystem::remove(path);
     }
@@ -125,7 +125,7 @@ TEST(Generator, GoldenBytesForAnyThreadCount) {
 TEST(Generator, GoldenBytes05b) {
   auto p = minfer::testing::generated_model("gen-rms-05b", "qwen2.5-0.5b", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(p);
-  EXPECT_EQ(trace::sha256_file(p, false), "ef66e75327d1b29f0b400d14f6a6b4cb09cb1839fa949d60a34ffb9609b3b41f");
+  EXPECT_EQ(trace::sha256_file(p, ""), "ef66e75327d1b29f0b400d14f6a6b4cb09cb1839fa949d60a34ffb9609b3b41f");
 }
 
 TEST(Generator, Q4KMMixUsesSeveralTypes) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
@@ -23,16 +25,6 @@ std::string error_of(F f) {
   }
   return "(no error)";
 }
-
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-struct EnvVar {
-  std::string name;
-  EnvVar(const char* n, const char* v) : name(n) {
-    if (v) setenv(n, v, 1);
-    else unsetenv(n);
-  }
-  ~EnvVar() { unsetenv(name.c_str()); }
-};
 
 }  // namespace
 
@@ -93,45 +85,40 @@ TEST(ParseNumber, ByteSizes) {
         << v;
 }
 
+// A variable of the environment a program's main read (core/environment.h) goes through the
+// same checks.
 TEST(ParseNumber, EnvironmentVariablesGoThroughTheSameCheck) {
-  {
-    EnvVar e("MINFER_TEST_NUMBER", nullptr);
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // unset: the caller's default
-    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 120.0);
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "");
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), -1);  // empty counts as unset
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "7");
-    EXPECT_EQ(env_int("MINFER_TEST_NUMBER", 1, 9, -1), 7);
-    EXPECT_DOUBLE_EQ(env_number("MINFER_TEST_NUMBER", 1, 9, 120.0), 7.0);
-  }
-  {
-    EnvVar e("MINFER_TEST_NUMBER", "70");
-    EXPECT_EQ(error_of([] { env_int("MINFER_TEST_NUMBER", 1, 9, -1); }),
-              "MINFER_TEST_NUMBER: expected an integer from 1 to 9, got '70'");
-    EXPECT_EQ(error_of([] { env_number("MINFER_TEST_NUMBER", 1, 9, 1); }),
-              "MINFER_TEST_NUMBER: expected a number from 1 to 9, got '70'");
-  }
+  EXPECT_EQ(env_int({}, "MINFER_TEST_NUMBER", 1, 9, -1), -1);  // unset: the caller's default
+  EXPECT_DOUBLE_EQ(env_number({}, "MINFER_TEST_NUMBER", 1, 9, 120.0), 120.0);
+  EXPECT_EQ(env_int({{"MINFER_TEST_NUMBER", ""}}, "MINFER_TEST_NUMBER", 1, 9, -1), -1);  // empty counts as unset
+  const Environment seven = {{"MINFER_TEST_NUMBER", "7"}}, seventy = {{"MINFER_TEST_NUMBER", "70"}};
+  EXPECT_EQ(env_int(seven, "MINFER_TEST_NUMBER", 1, 9, -1), 7);
+  EXPECT_DOUBLE_EQ(env_number(seven, "MINFER_TEST_NUMBER", 1, 9, 120.0), 7.0);
+  EXPECT_EQ(error_of([&] { env_int(seventy, "MINFER_TEST_NUMBER", 1, 9, -1); }),
+            "MINFER_TEST_NUMBER: expected an integer from 1 to 9, got '70'");
+  EXPECT_EQ(error_of([&] { env_number(seventy, "MINFER_TEST_NUMBER", 1, 9, 1); }),
+            "MINFER_TEST_NUMBER: expected a number from 1 to 9, got '70'");
 }
 
+// MINFER_THREADS is read by the program's main (EngineOptions::from_env), which sizes the
+// global pool with it (ThreadPool::set_global_threads).
 TEST(ParseNumber, ThreadCountFromTheEnvironment) {
-  {
-    EnvVar e("MINFER_THREADS", nullptr);
-    EXPECT_EQ(threads_from_env(), 0);  // 0: every core
-  }
-  {
-    EnvVar e("MINFER_THREADS", "3");
-    EXPECT_EQ(threads_from_env(), 3);
-  }
+  EXPECT_EQ(EngineOptions::from_env({}).threads, 0);  // 0: every core
+  EXPECT_EQ(EngineOptions::from_env({{"MINFER_THREADS", "3"}}).threads, 3);
   for (const char* v : {"100000", "0", "abc"}) {
-    EnvVar e("MINFER_THREADS", v);
-    EXPECT_EQ(error_of([] { threads_from_env(); }),
+    EXPECT_EQ(error_of([&] { EngineOptions::from_env({{"MINFER_THREADS", v}}); }),
               std::string("MINFER_THREADS: expected an integer from 1 to 1024, got '") + v + "'");
   }
   // The pool refuses a count beyond the limit whoever asks for it.
   EXPECT_EQ(error_of([] { ThreadPool pool(100000); }),
             "thread pool: asked for 100000 threads, at most 1024");
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(100000); }),
+            "thread pool: asked for 100000 threads, at most 1024");
+  // The global pool starts with the count set before its first use; another count after it is
+  // an error, the same one is not.
+  ThreadPool::set_global_threads(3);
+  EXPECT_EQ(ThreadPool::global().size(), 3);
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(3); }), "(no error)");
+  EXPECT_EQ(error_of([] { ThreadPool::set_global_threads(2); }),
+            "thread pool: the global pool already runs 3 threads; asked for 2");
 }

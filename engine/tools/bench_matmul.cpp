@@ -20,6 +20,8 @@
 #include <ctime>
 #include <vector>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/thread_pool.h"
 #include "cpu/matmul.h"
 #include "quant/quant.h"
@@ -239,6 +241,7 @@ void prefill(ThreadPool& pool, WeightType wt, Shape s, int64_t nt, bool with_nai
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  ThreadPool::set_global_threads(EngineOptions::from_env(process_environment()).threads);  // MINFER_THREADS
   ThreadPool& pool = ThreadPool::global();
   ThreadPool one(1);
   std::printf("threads %d, SIMD dots: %s\n", pool.size(), simd_dot_isa());

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/build_stamp.h"
 #include "core/parse_number.h"
@@ -28,6 +30,7 @@
 #include "exec/generate.h"
 #include "exec/kernel_families.h"
 #include "model/model.h"
+#include "sha256.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -112,7 +115,8 @@ constexpr int kProfiledStep = 2;
 
 // From a short decode run after `prompt` (the timed runs' depth); the reason instead when the
 // backend has no kernel records (cpu, CUPTI unavailable).
-KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, const std::vector<int32_t>& prompt) {
+KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, const std::vector<int32_t>& prompt,
+                                    bool graph_fusion) {
   KernelBreakdown k;
   k.unavailable = b.kernel_records_unavailable();
   if (!k.unavailable.empty()) return k;
@@ -120,6 +124,7 @@ KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, 
   minfer::GenerateOptions o;
   o.n_predict = kProfiledStep + 2;  // the prefill's token, then decode steps 1..kProfiledStep + 1
   o.stop_at_eog = false;
+  o.graph_fusion = graph_fusion;
   minfer::generate(m, b, nullptr, prompt, o, &probe);
   k.time = probe.time;
   k.families = minfer::kernel_families(k.time.kernels);
@@ -167,8 +172,9 @@ int main(int argc, char** argv) {
     std::string model_path, backend_choice = "auto";
     int pp = 128, tg = 64, reps = 5, threads = 0, depth = 0;
     bool json = false;
+    minfer::Environment env = minfer::process_environment();  // the one read of the environment
     std::vector<std::string> args(argv + 1, argv + argc);
-    const auto trace_opts = minfer::trace::RecorderOptions::from_env_and_args(args);  // removes --trace*
+    const auto trace_opts = minfer::trace::RecorderOptions::from_env_and_args(env, args);  // removes --trace*
     const int n_args = static_cast<int>(args.size());
     for (int i = 0; i < n_args; ++i) {
       std::string a = args[static_cast<size_t>(i)];
@@ -192,19 +198,25 @@ int main(int argc, char** argv) {
     if (model_path.empty())
       minfer::fail("usage: minfer-bench MODEL [-p N] [-n N] [-d D] [-r R] [--threads T] [--backend auto|cpu|cuda] [--json] "
                    "[--trace PATH --trace-*...]");
-    minfer::ThreadPool pool(threads > 0 ? threads : minfer::threads_from_env());
+    if (threads > 0) env.erase("MINFER_THREADS");  // the flag wins: the variable is not read
+    const minfer::EngineOptions engine = minfer::EngineOptions::from_env(env);
+    if (threads == 0) threads = engine.threads;
+    minfer::ThreadPool::set_global_threads(threads);
+    minfer::ThreadPool pool(threads);
     auto t0 = std::chrono::steady_clock::now();
     auto model = minfer::Model::load(model_path);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    auto backend_ptr = minfer::make_backend(backend_choice, *model, minfer::matmul_path_from_env(), &pool, json);
+    auto backend_ptr = minfer::make_backend(backend_choice, *model, engine.prefill, engine.cuda, &pool, json);
     minfer::Backend& backend = *backend_ptr;
 
     std::vector<double> pp_ts, tg_ts;
     minfer::GenerateOptions prefill_only;
     prefill_only.n_predict = 0;
+    prefill_only.graph_fusion = engine.graph_fusion;
     minfer::GenerateOptions decode;
     decode.n_predict = tg + 1;  // the first token comes from the prefill
     decode.stop_at_eog = false;
+    decode.graph_fusion = engine.graph_fusion;
     auto prompt = bench_tokens(pp, model->hp.n_vocab);
     // Decode runs after a prefill of `depth` tokens (-d): the KV length attention reads.
     const std::vector<int32_t> decode_prompt =
@@ -215,6 +227,7 @@ int main(int argc, char** argv) {
     if (trace_opts.enabled()) {
       tok = minfer::Tokenizer::from_gguf(*model->file);
       trace_run.model = model_path;
+      trace_run.digest_cache_dir = minfer::trace::digest_cache_dir(env);
       trace_run.prompt = "(minfer-bench: " + std::to_string(decode_prompt.size()) + " pseudo-random token ids)";
       trace_run.n_predict = decode.n_predict;
       trace_run.sampler = decode.sampler;
@@ -243,7 +256,7 @@ int main(int argc, char** argv) {
     const double bw = backend.read_bandwidth_gbs();
     const double floor_tok_s = bw * 1e9 / bytes_per_token;
     const double achieved_gb_s = bytes_per_token * tg_tok_s / 1e9;
-    const KernelBreakdown kernels = profile_decode_step(*model, backend, decode_prompt);
+    const KernelBreakdown kernels = profile_decode_step(*model, backend, decode_prompt, engine.graph_fusion);
     nlohmann::json j = {
         {"model", model_path}, {"backend", backend.name()}, {"device", backend.device()},
         {"matmul_path", backend.matmul_path_label()},

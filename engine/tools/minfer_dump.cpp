@@ -13,8 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/thread_pool.h"
 #include "cli/backend_choice.h"
 #include "exec/generate.h"
 #include "model/model.h"
@@ -71,6 +74,8 @@ int main(int argc, char** argv) {
     std::vector<int32_t> ids;
     std::stringstream ss(ids_text);
     for (std::string t; std::getline(ss, t, ',');) ids.push_back(static_cast<int32_t>(parse_int(t, "--ids", 0, INT32_MAX)));
+    const EngineOptions engine = EngineOptions::from_env(process_environment());  // the one read of it
+    ThreadPool::set_global_threads(engine.threads);
     auto m = Model::load(model_path);
     fs::create_directories(fs::path(out_dir) / "weights");
     nlohmann::json index;
@@ -92,7 +97,7 @@ int main(int argc, char** argv) {
     }
     // Prefill on the MMQ (default) path: hidden state after every layer, last-row logits.
     for (MatmulPath mp : {MatmulPath::MMQ, MatmulPath::Float}) {
-      auto backend = make_backend(backend_choice, *m, mp);
+      auto backend = make_backend(backend_choice, *m, mp, engine.cuda);
       Backend& b = *backend;
       const std::string tag = b.matmul_path_label();  // "f32" on cpu, "f16" on cuda
       index["paths"].push_back(tag);
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
       GenerateOptions g;
       g.n_predict = greedy;
       g.stop_at_eog = false;
+      g.graph_fusion = engine.graph_fusion;
       auto r = generate(*m, b, nullptr, ids, g, &cap);
       fs::create_directories(fs::path(out_dir) / tag);
       for (auto& [name, v] : cap.nodes) write_f32(fs::path(out_dir) / tag / (name + ".f32"), v);

@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
     }
     if (out.empty()) minfer::fail("missing -o OUT.gguf");
     minfer::preset_hparams(spec.preset);  // validates the preset before any work
+    if (spec.threads == 0)  // else the flag wins: the variable is not read
+      minfer::ThreadPool::set_global_threads(minfer::EngineOptions::from_env(minfer::process_environment()).threads);
     auto t0 = std::chrono::steady_clock::now();
     minfer::generate_model(spec, out);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

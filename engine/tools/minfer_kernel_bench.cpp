@@ -40,6 +40,8 @@
 #include <vector>
 
 #include "core/build_stamp.h"
+#include "core/engine_options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -48,6 +50,7 @@
 #include "cuda/device_bandwidth.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_info.h"
+#include "cuda/launch_settings.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
@@ -143,8 +146,10 @@ struct Result {
 
 class Bench {
  public:
-  Bench(bool quick, std::string filter, FILE* table)
-      : quick_(quick), filter_(std::move(filter)), table_(table), pool_(0), replays_(quick ? 5 : 30) {
+  // mmq_tile: the MMQ launches' forced tile (CudaOptions::mmq_tile, MINFER_MMQ_TILE; 0: the rule).
+  Bench(bool quick, std::string filter, FILE* table, int mmq_tile)
+      : quick_(quick), filter_(std::move(filter)), table_(table), pool_(0), replays_(quick ? 5 : 30),
+        mmq_tile_(mmq_tile) {
     CUDA_CHECK(cudaSetDevice(0));
     cudaDeviceProp p{};
     CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
@@ -236,6 +241,7 @@ class Bench {
   FILE* table_;
   ThreadPool pool_;
   int replays_;
+  int mmq_tile_ = 0;
   size_t l2_bytes_ = 0, cycle_bytes_ = 0;
   double read_gb_s_ = 0;
   cudaStream_t s_ = nullptr;
@@ -393,7 +399,7 @@ class Bench {
     const DeviceBuffer dxq = upload(xq, "x (Q8_1)");
     DeviceBuffer dy = floats(nt * n_out, "y");
     const auto launch = [&](int i) {
-      cuda::mmq(t, wc.copy(i), n_out, n_in, dxq.get(), nt, nullptr, dy.as<float>(), s_);
+      cuda::mmq_with_tile(t, wc.copy(i), n_out, n_in, dxq.get(), nt, nullptr, dy.as<float>(), mmq_tile_, s_);
     };
     launch_once(launch, wc, {&dy});
     const auto got = download(dy, nt * n_out);
@@ -487,6 +493,11 @@ int main(int argc, char** argv) {
       else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
       else fail("usage: minfer-kernel-bench [--quick] [--filter SUBSTR] [--no-stream] [--no-direct] [--json] (unknown or incomplete option '", a, "')");
     }
+    // The environment, read once: PDL, launch sync and the wait bound for every launch
+    // (MINFER_PDL, MINFER_CUDA_SYNC, MINFER_CUDA_TIMEOUT_S) and MINFER_MMQ_TILE; the streaming
+    // matvec switches come from the flags.
+    const EngineOptions engine = EngineOptions::from_env(process_environment());
+    cuda::apply_launch_settings(engine.cuda);
     cuda::set_stream_enabled(stream);
     cuda::set_direct_enabled(direct);
     std::string why;
@@ -494,7 +505,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "minfer-kernel-bench: no CUDA device: %s\n", why.c_str());
       return kNoDevice;
     }
-    Bench bench(quick, filter, json ? stderr : stdout);
+    Bench bench(quick, filter, json ? stderr : stdout, engine.cuda.mmq_tile);
     bench.run();
     if (json) std::printf("%s\n", bench.to_json().dump(2).c_str());
     return bench.failed() ? kCheckFailed : 0;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "core/environment.h"
 #include "core/error.h"
 #include "cpu/summarize.h"
 #include "json_out.h"
@@ -281,23 +282,34 @@ TEST(Sha256, KnownVectors) {
 TEST(Sha256, FileDigestIsCachedByIdentity) {
   const auto dir = std::filesystem::temp_directory_path() / ("minfer-sha-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  ::setenv("MINFER_CACHE_DIR", (dir / "cache").c_str(), 1);
+  const std::string cache = digest_cache_dir({{"MINFER_CACHE_DIR", (dir / "cache").string()}, {"HOME", "/nowhere"}});
+  EXPECT_EQ(cache, (dir / "cache").string());
   const std::string f = (dir / "model.bin").string();
   { std::ofstream(f) << "abc"; }
   const std::string want = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-  EXPECT_EQ(sha256_file(f), want);
-  const std::string cached = sha256_cache_path(f);
+  EXPECT_EQ(sha256_file(f, cache), want);
+  const std::string cached = sha256_cache_path(f, cache);
   ASSERT_FALSE(cached.empty());
   ASSERT_TRUE(std::filesystem::exists(cached));
   // The cached digest is used for the same file identity…
   { std::ofstream(cached) << std::string(64, 'e') << "\n"; }
-  EXPECT_EQ(sha256_file(f), std::string(64, 'e'));
-  EXPECT_EQ(sha256_file(f, false), want);
+  EXPECT_EQ(sha256_file(f, cache), std::string(64, 'e'));
+  EXPECT_EQ(sha256_file(f, ""), want);
+  EXPECT_EQ(sha256_cache_path(f, ""), "");
   // …and a changed file (size, mtime) is hashed again.
   { std::ofstream(f) << "abcd"; }
-  EXPECT_EQ(sha256_file(f), sha256_hex("abcd", 4));
-  ::unsetenv("MINFER_CACHE_DIR");
+  EXPECT_EQ(sha256_file(f, cache), sha256_hex("abcd", 4));
   std::filesystem::remove_all(dir);
+}
+
+// The cache directory: $MINFER_CACHE_DIR, else $XDG_CACHE_HOME/minfer, else ~/.cache/minfer
+// (empty values count as unset); none of them: no cache.
+TEST(Sha256, DigestCacheDirFromTheEnvironment) {
+  EXPECT_EQ(digest_cache_dir({{"MINFER_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), "/c");
+  EXPECT_EQ(digest_cache_dir({{"MINFER_CACHE_DIR", ""}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), "/x/minfer");
+  EXPECT_EQ(digest_cache_dir({{"XDG_CACHE_HOME", ""}, {"HOME", "/h"}}), "/h/.cache/minfer");
+  EXPECT_EQ(digest_cache_dir({{"HOME", ""}}), "");
+  EXPECT_EQ(digest_cache_dir({}), "");
 }
 
 TEST(Selection, GlobsAndStepLists) {
@@ -361,14 +373,15 @@ TEST(RecorderOptions, EnvThenFlagsWithTheRestLeftForTheCli) {
   EXPECT_NE(bad({}, {"--trace"}).find("needs a value"), std::string::npos);
 }
 
-// The process environment: every MINFER_TRACE* variable is read (MINFER_TRACE_KERNELS once was not).
+// The process environment as a main reads it (process_environment()): every MINFER_TRACE*
+// variable is read (MINFER_TRACE_KERNELS once was not).
 TEST(RecorderOptions, EveryVariableIsReadFromTheProcessEnvironment) {
   setenv("MINFER_TRACE", "proc.json", 1);
   setenv("MINFER_TRACE_KERNELS", "none", 1);
   setenv("MINFER_TRACE_OUTLIERS", "3", 1);
   setenv("MINFER_TRACE_STEP_BY_STEP", "1", 1);
   std::vector<std::string> args;
-  const RecorderOptions o = RecorderOptions::from_env_and_args(args);
+  const RecorderOptions o = RecorderOptions::from_env_and_args(process_environment(), args);
   unsetenv("MINFER_TRACE");
   unsetenv("MINFER_TRACE_KERNELS");
   unsetenv("MINFER_TRACE_OUTLIERS");
