@@ -8,7 +8,8 @@
 // Prefill: one CTA per (row, head) walks its chunks in order, merging as it goes.
 // Decode: one CTA per (chunk, head) over the reserved context (the live length is read from
 // device memory, so chunks past it exit at once), partials to scratch; the last live CTA of a
-// head to finish (a per-head ticket counter) merges them, so a layer's attention is one launch.
+// head to finish (a per-head ticket counter) merges them, so a layer's attention is one launch;
+// with one live chunk (up to 128 keys) its CTA writes the output itself.
 //
 // Thread-to-data inside a chunk (128 threads, one CTA):
 //   scores:  thread t owns key t0 + t: a float4 dot product of q (shared memory, broadcast) with
@@ -44,10 +45,16 @@ struct ChunkSmem {
   BlockReduce::TempStorage red;
 };
 
+// q . k over hd dims. kHd > 0: hd == kHd and float4-aligned, the loop unrolled so every load of
+// the K row is in flight at once (decode is latency-bound: one round trip instead of one per
+// iteration); kHd == 0: any hd. Both sum in the same order, so they give the same bits.
+template <int kHd>
 __device__ __forceinline__ float dot_qk(const float* q, const float* __restrict__ k, int hd, bool vec4) {
-  if (vec4) {
+  if (kHd > 0 || vec4) {
+    const int n = kHd > 0 ? kHd : hd;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int d = 0; d < hd; d += 4) {
+#pragma unroll
+    for (int d = 0; d < (kHd > 0 ? kHd : n); d += 4) {
       const float4 qv = *reinterpret_cast<const float4*>(q + d);
       const float4 kv = *reinterpret_cast<const float4*>(k + d);
       a.x += qv.x * kv.x;
@@ -69,13 +76,14 @@ __device__ __forceinline__ float dot_qk(const float* q, const float* __restrict_
 // again at once: each shared field's last reader in this call has passed the barrier that
 // precedes its next writer (m: read A..B, written after the next max; p, l: read B..C, written
 // after the next A; part: read after C, written after the next B; red: free after B).
+template <int kHd>
 __device__ __forceinline__ void attend_chunk(ChunkSmem& sm, const float* __restrict__ k, const float* __restrict__ v, int64_t kv_cols,
                              int hd, int64_t t0, int64_t n_keys, float scale, bool vec4, float& m_out, float& l_out,
                              float (&acc)[kDimsPerThread]) {
   const int tid = threadIdx.x;
   const int64_t t = t0 + tid;
   const bool live = t < n_keys;
-  const float s = live ? scale * dot_qk(sm.q, k + t * kv_cols, hd, vec4) : -INFINITY;
+  const float s = live ? scale * dot_qk<kHd>(sm.q, k + t * kv_cols, hd, vec4) : -INFINITY;
 
   const float m_blk = BlockReduce(sm.red).Reduce(s, ::cuda::maximum<float>{});  // thread 0 only
   if (tid == 0) sm.m = m_blk;
@@ -94,6 +102,7 @@ __device__ __forceinline__ void attend_chunk(ChunkSmem& sm, const float* __restr
     const int g = tid / hd, d = tid - g * hd;
     if (g < groups) {
       float a = 0.f;
+#pragma unroll 8  // the V loads of 8 keys in flight before their (ordered) adds
       for (int j = g; j < n; j += groups) a += sm.p[j] * v[(t0 + j) * kv_cols + d];
       sm.part[g * hd + d] = a;
     }
@@ -119,6 +128,7 @@ __device__ __forceinline__ void attend_chunk(ChunkSmem& sm, const float* __restr
 
 // Prefill. Thread-to-data: CTA b = r * n_head + h owns query row r, head h; see attend_chunk.
 // (kThreads, 8): at 32 registers (what ptxas picks for full occupancy) the merge state spills.
+template <int kHd>
 __global__ void __launch_bounds__(kThreads, 8)
     attention_prefill_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
                              const float* __restrict__ v_cache, float* out, int n_head, int group, int hd, float scale,
@@ -138,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 8)
   float m_run = -INFINITY, l_run = 0.f, acc_run[kDimsPerThread] = {};
   for (int64_t t0 = 0; t0 < n_keys; t0 += kChunk) {  // n_keys is the same in every thread
     float m_c, l_c, acc_c[kDimsPerThread];
-    attend_chunk(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
+    attend_chunk<kHd>(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
     const float m_new = fmaxf(m_run, m_c);
     const float w_run = expf(m_run - m_new), w_c = expf(m_c - m_new);  // e^-inf = 0 on the first chunk
     l_run = l_run * w_run + l_c * w_c;
@@ -188,6 +198,7 @@ __device__ void combine_head(const float* scratch, float* out, int h, int hd, in
 // takes a ticket of its head; the one that takes the last merges the head (combine_head) and
 // resets the counter for the next launch. The merge reads the partials in chunk order whoever is
 // last: the result does not depend on the order the CTAs finish in.
+template <int kHd>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
                             const float* __restrict__ v_cache, float* scratch, unsigned int* tickets, float* out,
@@ -212,7 +223,15 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
   float m_c, l_c, acc_c[kDimsPerThread];
-  attend_chunk(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
+  attend_chunk<kHd>(sm, k_cache + kv_off, v_cache + kv_off, kv_cols, hd, t0, n_keys, scale, vec4, m_c, l_c, acc_c);
+  if (n_live == 1) {  // the only live chunk: no merge. combine_head of one partial gives these bits
+#pragma unroll      // (weight e^0 = 1, l = 0 + l_c), without the scratch round trip and the ticket.
+    for (int j = 0; j < kDimsPerThread; ++j) {
+      const int d = threadIdx.x + j * kThreads;
+      if (d < hd) out[static_cast<int64_t>(h) * hd + d] = acc_c[j] / l_c;
+    }
+    return;
+  }
   float* slot = scratch + slot_offset(h, chunk, n_chunks, hd);
 #pragma unroll
   for (int j = 0; j < kDimsPerThread; ++j) {
@@ -261,7 +280,8 @@ void attention_prefill(const float* q, const int32_t* pos, const float* k_cache,
   }
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const unsigned grid = grid_1d(rows * n_head, 1, "attention_prefill");  // one CTA per (row, head)
-  launch_pdl("attention_prefill", attention_prefill_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, out,
+  // (64 and 128, the head dims with an unrolled dot, take the tensor cores above)
+  launch_pdl("attention_prefill", attention_prefill_kernel<0>, grid, kThreads, 0, s, q, pos, k_cache, v_cache, out,
              static_cast<int>(n_head), static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim),
              softmax_scale(head_dim), vec4);
 }
@@ -287,9 +307,13 @@ void attention_decode(const float* q, const int32_t* pos, const float* k_cache, 
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
   const dim3 grid(grid_1d(n_chunks, 1, "attention_decode"), static_cast<unsigned>(n_head));  // (chunk, head)
-  launch_pdl("attention_decode", attention_decode_kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, scratch, tickets,
-             out, static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx,
-             n_chunks, softmax_scale(head_dim), vec4);
+  const auto kernel = !vec4 ? attention_decode_kernel<0>
+                      : head_dim == 64 ? attention_decode_kernel<64>
+                      : head_dim == 128 ? attention_decode_kernel<128>
+                                        : attention_decode_kernel<0>;
+  launch_pdl("attention_decode", kernel, grid, kThreads, 0, s, q, pos, k_cache, v_cache, scratch, tickets, out,
+             static_cast<int>(n_head / n_head_kv), static_cast<int>(head_dim), n_head_kv * head_dim, max_ctx, n_chunks,
+             softmax_scale(head_dim), vec4);
 }
 
 }  // namespace minfer::cuda

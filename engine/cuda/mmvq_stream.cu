@@ -31,6 +31,7 @@
 #include "cuda/device_info.h"
 #include "cuda/fused_prologue.cuh"
 #include "cuda/mmvq.h"
+#include "cuda/mmvq_fused.h"
 #include "cuda/mmvq_stream_args.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
@@ -59,6 +60,7 @@ constexpr int kStages = 3;
 // the 228 KiB of an SM.
 constexpr int kMaxSmem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1)) + kWarps * kStages * 2 * kMaxChunkBytes;
 static_assert(kMaxSmem <= 110 * 1024, "two CTAs per SM must fit");
+static_assert(kFusedMaxInput == kMaxStreamInput, "every input the fused launchers take streams");
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));

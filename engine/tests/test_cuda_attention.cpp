@@ -136,7 +136,9 @@ struct Decode {
   }
 };
 
-const Heads kDecodeHeads[] = {{14, 2, 64}, {16, 16, 128}};
+// 64 and 128 take the unrolled dot (0.5b's and 7B's shapes), 10 the scalar one, 200 the generic
+// float4 loop with more dims than threads.
+const Heads kDecodeHeads[] = {{14, 2, 64}, {16, 16, 128}, {28, 4, 128}, {6, 3, 10}, {3, 1, 200}};
 
 }  // namespace
 
