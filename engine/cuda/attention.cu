@@ -204,13 +204,24 @@ __global__ void __launch_bounds__(kThreads)
                             const float* __restrict__ v_cache, float* scratch, unsigned int* tickets, float* out,
                             int group, int hd, int64_t kv_cols, int64_t max_ctx, int64_t n_chunks, float scale,
                             bool vec4) {
-  pdl_wait();  // PDL: first, before reading pos (and q, the KV cache) and before the early return (pdl.cuh)
-  pdl_launch_dependents();
+  // Before the wait (pdl.cuh rule 5): the position (not written by the kernel before this one,
+  // the rope / KV store) and L2 prefetch hints for this chunk's K and V rows of earlier steps
+  // (keys t < n_keys - 1; the step's own row is being written), so that the loads after the
+  // wait find them in L2 instead of paying a DRAM round trip each.
   const int64_t n_keys = decode_keys(pos, max_ctx);
   const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
   const int64_t chunk = blockIdx.x;
   const int64_t t0 = chunk * kChunk;
   const int h = blockIdx.y;
+  if (t0 + threadIdx.x < n_keys - 1 && h % group == 0) {  // one CTA per KV head prefetches
+    const int64_t row = (t0 + threadIdx.x) * kv_cols + static_cast<int64_t>(h / group) * hd;
+    for (int b = 0; b < hd * 4; b += 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(k_cache + row) + b));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(v_cache + row) + b));
+    }
+  }
+  pdl_wait();  // PDL: before reading q and the KV cache, and before the early return (pdl.cuh)
+  pdl_launch_dependents();
   if (n_live == 0) {  // no keys: a zero output, as the CPU twin
     if (chunk == 0)
       for (int d = threadIdx.x; d < hd; d += kThreads) out[static_cast<int64_t>(h) * hd + d] = 0.f;

@@ -23,6 +23,15 @@ struct Prologue {
   float eps;
 };
 
+// Before pdl_wait (pdl.cuh rule 3: a weight): the norm weight into L1, so that the quantize passes
+// of quantize_prologue, one load of it each, do not wait for L2 once per pass. Every thread of the
+// CTA calls it with the prologue's arguments.
+__device__ __forceinline__ void prefetch_prologue_weight(const Prologue& p) {
+  if (!p.norm_w) return;
+  const float4* w4 = reinterpret_cast<const float4*>(p.norm_w);
+  for (int i = threadIdx.x; i < p.n_in / 4; i += kPrologueThreads) asm volatile("prefetch.global.L1 [%0];" ::"l"(w4 + i));
+}
+
 // x_hat = [rms_norm](x), written to x_hat_out when not null, and quantized to Q8_1 into xq (shared
 // memory, n_in/32 blocks). Every thread of the CTA must call it; it ends with a barrier.
 __device__ __forceinline__ void quantize_prologue(const Prologue& p, float* __restrict__ x_hat_out,
@@ -46,6 +55,11 @@ __device__ __forceinline__ void quantize_prologue(const Prologue& p, float* __re
       row_scale = static_cast<float>(1.0 / sqrt(ss / static_cast<double>(cols) + static_cast<double>(p.eps)));
     __syncthreads();
     scale = row_scale;
+  } else {
+    // No norm pass to bring x in: prefetch all of it into L1 at once, so the passes below, one
+    // load each, wait for L1 rather than one L2 round trip per pass.
+    for (int64_t i = threadIdx.x; i < cols / 4; i += kPrologueThreads)
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(x4 + i));
   }
   const float4* w4 = reinterpret_cast<const float4*>(p.norm_w);
   float4* o4 = reinterpret_cast<float4*>(x_hat_out);

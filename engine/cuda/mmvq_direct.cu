@@ -141,25 +141,25 @@ __device__ __forceinline__ float dot_unit(const uint32_t* u, const Smem& sm, int
 template <WeightType T>
 __device__ __forceinline__ void load_chunk(const uint8_t* p, int n_words, int hl,
                                            typename Unit<T>::Load (&w)[Unit<T>::kLoads]) {
-  const auto* pw = reinterpret_cast<const typename Unit<T>::Load*>(p);
+  const auto* pw = reinterpret_cast<const typename Unit<T>::Load*>(p) + hl;  // then constant offsets
+  const int left = n_words - hl;
 #pragma unroll
   for (int i = 0; i < Unit<T>::kLoads; ++i)
-    if (hl + kHalf * i < n_words) w[i] = __ldg(pw + hl + kHalf * i);
+    if (kHalf * i < left) w[i] = __ldg(pw + kHalf * i);
 }
 
 // The transpose of load_chunk through the half's staging area: afterwards lane hl holds unit hl
-// of the chunk (when the chunk has it). Called by the whole warp.
+// of the chunk (when the chunk has it; the words past a short chunk's end are stale, and the lanes
+// holding them compute nothing). Called by the whole warp; no predicates: the staging area holds a
+// whole chunk.
 template <WeightType T>
-__device__ __forceinline__ void own_unit(typename Unit<T>::Load* stage, int n_words, int hl,
+__device__ __forceinline__ void own_unit(typename Unit<T>::Load* stage, int hl,
                                          typename Unit<T>::Load (&w)[Unit<T>::kLoads]) {
 #pragma unroll
-  for (int i = 0; i < Unit<T>::kLoads; ++i)
-    if (hl + kHalf * i < n_words) stage[hl + kHalf * i] = w[i];
+  for (int i = 0; i < Unit<T>::kLoads; ++i) stage[hl + kHalf * i] = w[i];
   __syncwarp();
-  if (hl * Unit<T>::kLoads < n_words) {
 #pragma unroll
-    for (int i = 0; i < Unit<T>::kLoads; ++i) w[i] = stage[hl * Unit<T>::kLoads + i];
-  }
+  for (int i = 0; i < Unit<T>::kLoads; ++i) w[i] = stage[hl * Unit<T>::kLoads + i];
   __syncwarp();  // every lane has read before the next step writes
 }
 
@@ -213,16 +213,20 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
 
   Words buf0, buf1;
   load(buf0);  // weights only: before the wait (pdl.cuh rule 3)
+  if constexpr (kQuantize) prefetch_prologue_weight(a.p);
 
   pdl_wait();
   pdl_launch_dependents();
   if constexpr (kQuantize) {
     quantize_prologue(a.p, blockIdx.x == 0 ? a.p.x_hat_out : nullptr, xq);
   } else {
+    // Every word's copy in flight at once (cp.async): one L2 round trip, not one per pass.
     const int n_ints = nb * static_cast<int>(sizeof(BlockQ8_1) / 4);
     const int* src = reinterpret_cast<const int*>(a.xq_in);
-    int* dst = reinterpret_cast<int*>(smem);
-    for (int i = threadIdx.x; i < n_ints; i += kThreads) dst[i] = src[i];
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    for (int i = threadIdx.x; i < n_ints; i += kThreads)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst + 4u * i), "l"(src + i) : "memory");
+    asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads();
   }
   // The split copy: codes as two int4 per block (16-byte aligned), (d_a, sum of codes) per block.
@@ -245,23 +249,39 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   }
 
   float sum = 0.0f;
+  // Finished groups wait for their epilogue in lane q of the warp (q: the group's place in the
+  // batch of up to 32 since the last flush), and a flush runs the epilogues of the whole batch
+  // in parallel: one lane-0 epilogue per group cost as many issue slots as a step's dot products.
+  float row_a = 0.0f, row_b = 0.0f;
+  int64_t batch_g = g0;
+  int batch_n = 0;
+  const auto flush = [&] {
+    if (lane < batch_n) {
+      const int64_t g = batch_g + lane;
+      const Mat& m = a.m[mat_of(a, g)];
+      const float sums[2] = {row_a, row_b};
+      epilogue(m, g - m.group_begin, sums);
+    }
+    batch_g += batch_n;
+    batch_n = 0;
+  };
   // The step cursor's step computes from one buffer while the load cursor (one step ahead)
   // fills the other.
   Cursor sc{g0, 0};
   const auto step = [&](Words& w) {
-    own_unit<T>(stage, chunk_words(sc.k), hl, w);
+    own_unit<T>(stage, hl, w);
     const int unit = hl + kHalf * sc.k;
     if (unit < units) sum = dot_unit<T>(reinterpret_cast<const uint32_t*>(w), sm, unit, sum);
-    if (sc.k == k_steps - 1) {  // the group's last step (warp-uniform): reduce and write
+    if (sc.k == k_steps - 1) {  // the group's last step (warp-uniform): reduce, park the sums
       float v = sum;
 #pragma unroll
       for (int off = kHalf / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-      const float other = __shfl_sync(0xffffffffu, v, kHalf);
-      const Mat& m = a.m[mat_of(a, sc.g)];
-      if (lane == 0) {
-        const float sums[2] = {v, other};
-        epilogue(m, sc.g - m.group_begin, sums);
+      const float va = __shfl_sync(0xffffffffu, v, 0), vb = __shfl_sync(0xffffffffu, v, kHalf);
+      if (lane == batch_n) {
+        row_a = va;
+        row_b = vb;
       }
+      if (++batch_n == 32) flush();
       sum = 0.0f;
     }
     sc.advance(k_steps);
@@ -274,6 +294,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
       step(buf1);
     }
   }
+  flush();
 }
 
 template <WeightType T, bool kQuantize>

@@ -175,7 +175,8 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_fused_kernel(const 
     const int64_t rows = sg.n_out - first < kRowsPerTile ? sg.n_out - first : kRowsPerTile;
     prefetch_l2(sg.w + first * sg.row_bytes, rows * sg.row_bytes);
   }
-  // PDL: the prefetch above touches weights only (constant during a step), so it overlaps the
+  prefetch_prologue_weight(a.p);
+  // PDL: the prefetches above touch weights only (constant during a step), so they overlap the
   // previous kernel's tail; the prologue reads x, so everything from here on waits (pdl.cuh).
   pdl_wait();
   pdl_launch_dependents();
@@ -222,6 +223,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_swiglu_fused_kernel
     prefetch_l2(a.w_gate + first * a.row_bytes, rows * a.row_bytes);
     prefetch_l2(a.w_up + first * a.row_bytes, rows * a.row_bytes);
   }
+  prefetch_prologue_weight(a.p);
   pdl_wait();  // PDL: after the weight prefetch, before the prologue reads x (as mmvq_fused_kernel)
   pdl_launch_dependents();
   quantize_prologue(a.p, blockIdx.x == 0 ? a.p.x_hat_out : nullptr, xq);

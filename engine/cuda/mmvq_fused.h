@@ -46,9 +46,10 @@ void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float 
                        WeightType type, const void* w_gate, const void* w_up, int64_t n_out, float* gate_out,
                        float* up_out, float* y, cudaStream_t s);
 
-// Largest n_in the fused launchers take (the Q8_1 row lives in shared memory): the streaming
-// kernels' limit, so a 7B FFN down (18944 wide) quantizes its input in the prologue and adds the
-// residual in the epilogue instead of taking three launches (quantize, matvec, add).
-constexpr int64_t kFusedMaxInput = 24576;
+// Largest n_in the fused launchers take (the Q8_1 row lives in shared memory). Wider inputs (the
+// 7B FFN down, 18944) run quantize_q8_1 once and the matvec on its Q8_1 row: measured on the
+// H200 (docs/benchmarks.md, session 18), every CTA quantizing 18944 values in its prologue made
+// that matvec ~2x slower than the separate quantize launch it saves.
+constexpr int64_t kFusedMaxInput = 16384;
 
 }  // namespace minfer::cuda

@@ -31,7 +31,6 @@
 #include "cuda/device_info.h"
 #include "cuda/fused_prologue.cuh"
 #include "cuda/mmvq.h"
-#include "cuda/mmvq_fused.h"
 #include "cuda/mmvq_stream_args.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
@@ -60,7 +59,6 @@ constexpr int kStages = 3;
 // the 228 KiB of an SM.
 constexpr int kMaxSmem = static_cast<int>(kMaxStreamInput / QK * sizeof(BlockQ8_1)) + kWarps * kStages * 2 * kMaxChunkBytes;
 static_assert(kMaxSmem <= 110 * 1024, "two CTAs per SM must fit");
-static_assert(kFusedMaxInput == kMaxStreamInput, "every input the fused launchers take streams");
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -170,6 +168,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_stream_kernel(const
 #pragma unroll
   for (int k = 0; k < S - 1; ++k) issue(a, cur, ring + k * stage_bytes, lane);
 
+  if constexpr (kQuantize) prefetch_prologue_weight(a.p);
   pdl_wait();  // PDL: the copies above read weights only; x and every write come after (pdl.cuh)
   pdl_launch_dependents();
   if constexpr (kQuantize) {

@@ -21,6 +21,12 @@
 //      right; everything else comes after the wait;
 //   4. calls pdl_launch_dependents() early, after the wait (so at most two grids are in flight:
 //      the next kernel's CTAs sit in their pdl_wait and cannot trigger a third).
+//   5. One exception to 1, used by attention_decode alone: what kernels BEFORE the previous one
+//      wrote may be read before the wait. The previous kernel triggers only after its own wait,
+//      so when this one runs, every kernel before the previous one has completed (rule 4 and the
+//      transitivity below). attention_decode reads the step's position and issues L2 prefetch
+//      hints for the KV-cache rows of earlier steps there; the row of this step, which the
+//      kernel before it (the rope / KV store) writes, is read after the wait.
 // Dependencies stay transitive: kernel N+1's wait returns only after kernel N completed, and N
 // completed only after its own wait returned, i.e. after N-1 completed, and so on.
 // Mixing is safe: a kernel launched without the attribute (<<<...>>>, cuBLAS, the recorder's

@@ -57,6 +57,23 @@ BufferPlan plan_buffers(const Graph& g, const BufferPlanOptions& o) {
     check_id(g, id, "live_to_end");
     p.last[static_cast<size_t>(id)] = kEnd;
   }
+  // In place, in execution order (a chain of in-place nodes shares one buffer): the node is not
+  // placed itself, its bytes are its root's, whose lifetime grows to cover the node's.
+  p.shares_with.assign(n_nodes, -1);
+  std::vector<int> in_place = o.in_place;
+  std::sort(in_place.begin(), in_place.end(), [&](int a, int b) { return pos(a) < pos(b); });
+  for (int id : in_place) {
+    check_id(g, id, "in_place");
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    if (!placed[static_cast<size_t>(id)] || n.src.empty()) continue;
+    const size_t s = static_cast<size_t>(n.src[0]);
+    const int root = p.shares_with[s] >= 0 ? p.shares_with[s] : static_cast<int>(s);
+    const bool source_placed = placed[s] || p.shares_with[s] >= 0;
+    if (!source_placed || p.last[s] != pos(id) || output_buffer_bytes(g.nodes[s]) != output_buffer_bytes(n)) continue;
+    p.shares_with[static_cast<size_t>(id)] = root;
+    placed[static_cast<size_t>(id)] = 0;
+    p.last[static_cast<size_t>(root)] = std::max(p.last[static_cast<size_t>(root)], p.last[static_cast<size_t>(id)]);
+  }
 
   // Largest first (ties: earlier first), each at the lowest offset free over its lifetime.
   std::vector<int> order;
@@ -91,6 +108,12 @@ BufferPlan plan_buffers(const Graph& g, const BufferPlanOptions& o) {
     p.arena_bytes = std::max(p.arena_bytes, at + p.bytes[i]);
     done.push_back(id);
   }
+  for (const Node& n : g.nodes)
+    if (const int root = p.shares_with[static_cast<size_t>(n.id)]; root >= 0) {
+      p.offset[static_cast<size_t>(n.id)] = p.offset[static_cast<size_t>(root)];
+      p.bytes[static_cast<size_t>(n.id)] = p.bytes[static_cast<size_t>(root)];
+      p.separate_bytes += p.bytes[static_cast<size_t>(n.id)];
+    }
   return p;
 }
 
@@ -98,6 +121,9 @@ std::string check_buffer_plan(const Graph& g, const BufferPlan& p) {
   std::vector<int> placed;
   for (const Node& n : g.nodes)
     if (static_cast<size_t>(n.id) < p.offset.size() && p.offset[static_cast<size_t>(n.id)] >= 0) placed.push_back(n.id);
+  const auto root = [&](size_t i) {
+    return i < p.shares_with.size() && p.shares_with[i] >= 0 ? static_cast<size_t>(p.shares_with[i]) : i;
+  };
   for (size_t a = 0; a < placed.size(); ++a) {
     const size_t i = static_cast<size_t>(placed[a]);
     const size_t oi = static_cast<size_t>(p.offset[i]);
@@ -106,7 +132,7 @@ std::string check_buffer_plan(const Graph& g, const BufferPlan& p) {
       const size_t j = static_cast<size_t>(placed[b]);
       const size_t oj = static_cast<size_t>(p.offset[j]);
       const bool share = oi < oj + p.bytes[j] && oj < oi + p.bytes[i];
-      if (share && overlaps(p.first[i], p.last[i], p.first[j], p.last[j]))
+      if (share && root(i) != root(j) && overlaps(p.first[i], p.last[i], p.first[j], p.last[j]))
         return "nodes '" + g.nodes[i].name + "' and '" + g.nodes[j].name + "' are live at once and share bytes";
     }
   }

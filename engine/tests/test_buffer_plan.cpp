@@ -54,6 +54,19 @@ size_t expect_valid(const Graph& g, const BufferPlanOptions& o, const BufferPlan
     EXPECT_GE(p.bytes[i], output_buffer_bytes(n)) << n.name;
     EXPECT_LE(static_cast<size_t>(p.offset[i]) + p.bytes[i], p.arena_bytes) << n.name;
   }
+  // Sharing while live together is allowed in place only: from the later node, first sources
+  // lead to the earlier one, each link a node of o.in_place that is its source's last reader,
+  // of the same size.
+  const auto in_place_chain = [&](size_t from, size_t to) {
+    for (size_t cur = from; cur != to;) {
+      const Node& n = g.nodes[cur];
+      if (std::find(o.in_place.begin(), o.in_place.end(), n.id) == o.in_place.end() || n.src.empty()) return false;
+      const size_t s = static_cast<size_t>(n.src[0]);
+      if (life[s].last != life[cur].first || output_buffer_bytes(g.nodes[s]) != output_buffer_bytes(n)) return false;
+      cur = s;
+    }
+    return true;
+  };
   for (size_t a = 0; a < placed.size(); ++a)
     for (size_t b = a + 1; b < placed.size(); ++b) {
       const size_t i = static_cast<size_t>(placed[a]), j = static_cast<size_t>(placed[b]);
@@ -62,7 +75,7 @@ size_t expect_valid(const Graph& g, const BufferPlanOptions& o, const BufferPlan
       const int64_t ei = oi + static_cast<int64_t>(output_buffer_bytes(g.nodes[i]));
       const int64_t ej = oj + static_cast<int64_t>(output_buffer_bytes(g.nodes[j]));
       const bool share = oi < ej && oj < ei;
-      EXPECT_FALSE(live_together && share) << g.nodes[i].name << " [" << life[i].first << ", " << life[i].last << "] and "
+      EXPECT_FALSE(live_together && share && !in_place_chain(j, i)) << g.nodes[i].name << " [" << life[i].first << ", " << life[i].last << "] and "
                                            << g.nodes[j].name << " [" << life[j].first << ", " << life[j].last
                                            << "] share bytes";
     }
@@ -214,6 +227,36 @@ TEST(BufferPlan, FusedGroupExtendsLifetimes) {
       }
 }
 
+TEST(BufferPlan, InPlaceTakesTheSourcesBytesOnlyFromItsLastReader) {
+  // a -> b -> c -> d, b and c in place: b writes over a, c over b (one buffer for a, b, c).
+  Graph g;
+  const int a = add(g, "a", {}, 4, 64), b = add(g, "b", {a}, 4, 64), c = add(g, "c", {b}, 4, 64);
+  add(g, "d", {c}, 4, 64);
+  BufferPlanOptions o;
+  o.in_place = {c, b};  // any order
+  const BufferPlan p = plan_buffers(g, o);
+  expect_valid(g, o, p);
+  EXPECT_EQ(p.offset[static_cast<size_t>(b)], p.offset[static_cast<size_t>(a)]);
+  EXPECT_EQ(p.offset[static_cast<size_t>(c)], p.offset[static_cast<size_t>(a)]);
+  EXPECT_EQ(p.shares_with[static_cast<size_t>(c)], a);
+  EXPECT_EQ(p.arena_bytes, 2u * 1024u);  // a/b/c, and d
+  // Refused: a source read again later (a skip connection), a different size, a live-to-end source.
+  Graph h;
+  const int x = add(h, "x", {}, 4, 64), y = add(h, "y", {x}, 4, 64), z = add(h, "z", {y}, 2, 64);
+  add(h, "w", {x, z}, 2, 64);
+  BufferPlanOptions q;
+  q.in_place = {y, z};
+  const BufferPlan r = plan_buffers(h, q);
+  expect_valid(h, q, r);
+  EXPECT_EQ(r.shares_with[static_cast<size_t>(y)], -1);  // x is read again by w
+  EXPECT_EQ(r.shares_with[static_cast<size_t>(z)], -1);  // 2 rows from 4
+  EXPECT_NE(r.offset[static_cast<size_t>(y)], r.offset[static_cast<size_t>(x)]);
+  BufferPlanOptions e;
+  e.in_place = {b};
+  e.live_to_end = {a};
+  EXPECT_EQ(plan_buffers(g, e).shares_with[static_cast<size_t>(b)], -1);
+}
+
 TEST(BufferPlan, SkipsNodesWithoutBuffersAndExternals) {
   Graph g;
   const int in = add(g, "tokens", {}, 4, 1);
@@ -271,6 +314,8 @@ TEST(BufferPlan, RandomGraphs) {
     }
     o.live_to_end = {n - 1};
     if (rng() % 3 == 0) o.live_to_end.push_back(static_cast<int>(rng() % static_cast<unsigned>(n)));
+    for (int i = 0; i < n; ++i)
+      if (rng() % 3 == 0) o.in_place.push_back(i);
     const BufferPlan p = plan_buffers(g, o);
     expect_valid(g, o, p);
     EXPECT_LE(p.arena_bytes, p.separate_bytes);
@@ -316,6 +361,18 @@ TEST_P(BufferPlanQwen2, PrefillGraph) {
   EXPECT_EQ(pe.offset[static_cast<size_t>(logits)], -1);
   const double arena = pe.arena_bytes / 1048576.0, separate = pe.separate_bytes / 1048576.0;
   EXPECT_LE(arena, c.max_arena_mib);
+  // SwiGLU in place over its gate, as the CUDA backend plans a prefill: where the FFN is the peak
+  // (0.5b, 512 tokens and more) the arena shrinks by most of one n_ff buffer (the greedy
+  // placement keeps ~80 % of it: 65 of 76 MiB at 4096 tokens).
+  BufferPlanOptions ip = ext;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::SwiGLU) ip.in_place.push_back(n.id);
+  const BufferPlan pi = plan_buffers(g, ip);
+  expect_valid(g, ip, pi);
+  EXPECT_LE(pi.arena_bytes, pe.arena_bytes);
+  const double ffn = static_cast<double>(c.n_tokens) * static_cast<double>(m.hp.n_ff) * sizeof(float);
+  if (std::string(c.preset) != "tiny" && c.n_tokens >= 512)
+    EXPECT_GE(static_cast<double>(pe.arena_bytes - pi.arena_bytes), 0.75 * ffn);
   EXPECT_GE(separate / arena, c.min_saving) << "arena " << arena << " MiB, separate " << separate << " MiB";
   std::printf("%s prefill of %d tokens: arena %.2f MiB (+ logits %.2f MiB), one buffer per output %.2f MiB\n", c.preset,
               c.n_tokens, arena, output_buffer_bytes(g.node(logits)) / 1048576.0, separate);

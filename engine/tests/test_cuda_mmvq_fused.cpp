@@ -296,11 +296,7 @@ std::vector<FusedCase> fused_cases() {
   }
   cs.push_back({"Q8_0_n16384", 16384, {{W::Q8_0, 7}}, true, true, true, true});
   cs.push_back({"Q4_K_n16384", 16384, {{W::Q4_K, 5}, {W::Q6_K, 3}}, true, false, true, true});
-  // The 7B FFN down's width and the widest input the launchers take.
-  cs.push_back({"Q4_0_n18944", 18944, {{W::Q4_0, 37}}, false, false, true, false});
-  cs.push_back({"Q8_0_n18944", 18944, {{W::Q8_0, 37}}, false, false, true, false});
-  cs.push_back({"Q4_K_n18944", 18944, {{W::Q4_K, 5}, {W::Q6_K, 3}}, false, false, true, false});
-  cs.push_back({"Q4_0_n24576", 24576, {{W::Q4_0, 9}}, true, true, true, true});
+  cs.push_back({"Q4_0_n16384", 16384, {{W::Q4_0, 9}}, false, false, true, false});  // no norm: L1 prefetch
   // Mixed types in one launch (Q4_K_M files mix them; 896-wide tensors fall back to legacy types).
   cs.push_back({"mixed_legacy_qkv", 896, {{W::Q5_0, 896}, {W::Q8_0, 128}, {W::Q4_1, 128}}, true, true, false, true});
   cs.push_back({"mixed_k_qkv", 4864, {{W::Q4_K, 131}, {W::Q6_K, 64}, {W::Q5_K, 64}}, true, true, true, true});
@@ -480,7 +476,7 @@ TEST(CudaMmvqFusedArgs, BadArgumentsAreErrors) {
   MINFER_REQUIRE_GPU();
   auto buf = poisoned(1 << 20);
   auto* f = buf.as<float>();
-  float* x = f;             // [0, 24608) floats
+  float* x = f;             // [0, 16384) floats
   float* y = f + 65536;     // elsewhere
   float* xh = f + 131072;
   const void* w = buf.get();
@@ -499,7 +495,7 @@ TEST(CudaMmvqFusedArgs, BadArgumentsAreErrors) {
   const cuda::FusedMatvecOut k896 = one(WeightType::Q4_K, w, 4, y);
   EXPECT_THROW(cuda::mmvq_fused(x, 896, nullptr, kEps, xh, &k896, 1, nullptr), Error);     // 896 % 256
   EXPECT_THROW(cuda::mmvq_fused(x, 40, nullptr, kEps, xh, &ok, 1, nullptr), Error);        // 40 % 32
-  EXPECT_THROW(cuda::mmvq_fused(x, 24608, nullptr, kEps, xh, &ok, 1, nullptr), Error);     // > 24576
+  EXPECT_THROW(cuda::mmvq_fused(x, 16416, nullptr, kEps, xh, &ok, 1, nullptr), Error);     // > 16384
   EXPECT_THROW(cuda::mmvq_fused(x + 1, 64, nullptr, kEps, xh, &ok, 1, nullptr), Error);    // x misaligned
   EXPECT_THROW(cuda::mmvq_fused(x, 64, nullptr, kEps, x + 32, &ok, 1, nullptr), Error);    // x_hat_out overlaps x
   const cuda::FusedMatvecOut over = one(WeightType::Q8_0, w, 4, x + 8);

@@ -94,6 +94,21 @@ def main():
             launches = sum(v[1] for v in vs) / n
             print(f"| `{key}` | {us:.1f} | {100 * us / total:.1f} % | {launches:.0f} | {us / launches:.2f} |")
         print()
+    # What each kernel adds to the step: from the previous kernel's end to its own (under PDL a
+    # kernel starts early and waits, so its duration overstates it; the ends do not).
+    adds = defaultdict(list)
+    for s in steps:
+        end = None
+        for k in sorted(s["kernels"], key=lambda k: k["start_ns"] + k["duration_ns"]):
+            e = k["start_ns"] + k["duration_ns"]
+            if end is not None:
+                adds[short(k["name"])].append((e - end) / 1e3)
+            end = e
+    print("| kernel function | µs/step from the previous end to its end | launches/step | µs each (median) |")
+    print("|---|---:|---:|---:|")
+    for key, v in sorted(adds.items(), key=lambda kv: -sum(kv[1])):
+        print(f"| `{key}` | {sum(v) / n:.1f} | {len(v) / n:.0f} | {statistics.median(v):.2f} |")
+    print()
     print("| idle gap between | and | µs/step |")
     print("|---|---|---:|")
     for (a, b), us in sorted(gaps.items(), key=lambda kv: -kv[1])[:8]:
