@@ -15,6 +15,7 @@
 #include "cli/backend_choice.h"
 #include "cli/run_meta.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "event_log.h"
 #include "exec/generate.h"
 #include "graph_json.h"
@@ -317,7 +318,10 @@ class LiveRuns {
     if (it != loaded_.end()) return it->second;
     LoadedModel lm;
     try {
-      lm.model = Model::load(paths_.at(name));
+      // A pool of its own for the weights' scan: a run may be using the global one (a load
+      // for /api/vocab comes while a run goes on), and ThreadPool runs one loop at a time.
+      ThreadPool pool(engine_.threads);
+      lm.model = Model::load(paths_.at(name), &pool);
       lm.tok = Tokenizer::from_gguf(*lm.model->file);
     } catch (const Error& e) {
       throw HttpError{422, std::string("run: ") + e.what()};
