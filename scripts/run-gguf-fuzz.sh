@@ -8,7 +8,8 @@
 #
 # Env: MINFER_ASAN_BUILD (build folder, default build-asan), MINFER_JOBS (ninja -j, default 2),
 #      MINFER_GGUF_MUTATIONS (mutants, default 20000), MINFER_GGUF_CRAFTED (crafted files with huge
-#      metadata arrays, whole or then mutated, default 300).
+#      metadata arrays, whole or then mutated, default 300), MINFER_GGUF_NONFINITE (crafted files whose
+#      weights hold a NaN or Inf in a block scale or value, whole or then mutated, default 300).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -15,6 +15,7 @@
 #include "cli/backend_choice.h"
 #include "cli/run_meta.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "event_log.h"
 #include "exec/generate.h"
 #include "graph_json.h"
@@ -234,9 +235,8 @@ class LiveRuns {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
-    run->trace_name = unused_trace_name("live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path);
+    const std::string stem = "live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path;
     trace::RecorderOptions opts;  // the recorder's defaults
-    opts.path = (out_dir_ / run->trace_name).string();
     // The meta every recording program writes (cli/run_meta.h), marked as a live run's.
     // Its observer asks the backend for nothing (LiveObserver has no recording()): the meta says
     // where its summaries came from and that it holds no kernel records.
@@ -246,6 +246,8 @@ class LiveRuns {
     json meta = run_meta(*lm.model, *be, settings,
                          TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
     meta["live_run"] = true;
+    std::string claim_error;  // the run's first event then says it (as it did when the run claimed its file)
+    std::unique_ptr<trace::Recorder> rec = claim_trace(stem, opts, meta, *lm.tok, run->trace_name, claim_error);
     push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
@@ -254,8 +256,8 @@ class LiveRuns {
     g.n_predict = max_tokens;
     g.sampler = so;
     g.graph_fusion = engine_.graph_fusion;
-    thread_ = std::thread([this, run, &lm, ids, g, opts, meta, be = std::move(be)]() mutable {
-      execute(*run, lm, *be, ids, g, opts, meta);
+    thread_ = std::thread([this, run, &lm, ids, g, rec = std::move(rec), claim_error, be = std::move(be)]() mutable {
+      execute(*run, lm, *be, ids, g, std::move(rec), claim_error);
     });
     return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
   }
@@ -297,17 +299,34 @@ class LiveRuns {
   }
 
  private:
-  // stem + ".json", or stem + ".2.json", ".3.json"... when a file (or link) of that name or its
-  // .partial is in the folder already: another server sharing the folder numbers its runs from 1
-  // too, and a run's trace saved over another's would lose that one. (A run of another server
-  // started at the same moment can still claim the name first: this run's recorder is then
-  // refused with a clear error, never writes into that run's file.)
-  std::string unused_trace_name(const std::string& stem) const {
-    for (int k = 1; k <= 1000; ++k) {
-      const std::string name = stem + (k > 1 ? "." + std::to_string(k) : "") + ".json";
+  // The run's recorder, its .partial claimed under stem + ".json", or stem + ".2.json", ".3.json"...
+  // when a file (or link) of that name or its .partial is in the folder already: another server
+  // sharing the folder numbers its runs from 1 too, and a run's trace saved over another's would
+  // lose that one. Claimed when the run is accepted, not when it starts: a run of another server
+  // accepted in the same second then sees this one's .partial and takes the next name (it used
+  // to pick the same name and fail on the claim). `name` receives the name; a recorder that
+  // cannot start for another reason (the disk, the folder) is null, with its message in `error`.
+  std::unique_ptr<trace::Recorder> claim_trace(const std::string& stem, trace::RecorderOptions opts, const json& meta,
+                                               const Tokenizer& tok, std::string& name, std::string& error) const {
+    auto taken = [&](const std::string& n) {
       std::error_code ec;
-      if (!fs::exists(fs::symlink_status(out_dir_ / name, ec)) && !fs::exists(fs::symlink_status(out_dir_ / (name + ".partial"), ec)))
-        return name;
+      return fs::exists(fs::symlink_status(out_dir_ / n, ec)) || fs::exists(fs::symlink_status(out_dir_ / (n + ".partial"), ec));
+    };
+    int raced = 0;
+    for (int k = 1; k <= 1000; ++k) {
+      name = stem + (k > 1 ? "." + std::to_string(k) : "") + ".json";
+      if (taken(name)) continue;
+      opts.path = (out_dir_ / name).string();
+      try {
+        return std::make_unique<trace::Recorder>(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
+      } catch (const Error& e) {
+        // Taken between the look and the claim (another server's run): the next name. Any other
+        // failure (the disk, the folder's permissions) is this run's; so is a name that keeps
+        // being taken (a recorder that failed after creating its file would look like that).
+        if (taken(name) && ++raced < 8) continue;
+        error = e.what();
+        return nullptr;
+      }
     }
     throw HttpError{409, "run: " + stem + ".json and 999 names after it are taken in the traces folder"};
   }
@@ -317,7 +336,10 @@ class LiveRuns {
     if (it != loaded_.end()) return it->second;
     LoadedModel lm;
     try {
-      lm.model = Model::load(paths_.at(name));
+      // A pool of its own for the weights' scan: a run may be using the global one (a load
+      // for /api/vocab comes while a run goes on), and ThreadPool runs one loop at a time.
+      ThreadPool pool(engine_.threads);
+      lm.model = Model::load(paths_.at(name), &pool);
       lm.tok = Tokenizer::from_gguf(*lm.model->file);
     } catch (const Error& e) {
       throw HttpError{422, std::string("run: ") + e.what()};
@@ -326,7 +348,7 @@ class LiveRuns {
   }
 
   void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g,
-               const trace::RecorderOptions& opts, const json& meta) {
+               std::unique_ptr<trace::Recorder> rec, const std::string& claim_error) {
     const Tokenizer& tok = *lm.tok;
     bool cancelled = false;
     GenerateResult r;
@@ -338,12 +360,11 @@ class LiveRuns {
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     // The recorder's .partial (and journal) while the run goes on; removed unless the trace is
     // saved: a failed run, or one cancelled before its first step, leaves no file.
-    std::string partial;
+    const std::string partial = rec ? rec->partial_path() : std::string();
     bool saved = false;
     try {
-      trace::Recorder rec(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
-      partial = rec.partial_path();
-      LiveObserver obs(rec.observer(), run, tok);
+      if (!rec) throw Error(claim_error);
+      LiveObserver obs(rec->observer(), run, tok);
       std::string text;
       std::vector<int32_t> gen;
       try {
@@ -360,7 +381,7 @@ class LiveRuns {
       json decode_ms = json::array();
       for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
       if (!obs.step_seconds.empty()) {
-        rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
+        rec->finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
                     {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
                     {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
         saved = true;
@@ -373,6 +394,7 @@ class LiveRuns {
       last_type = "error";
       last = {{"id", run.id}, {"message", e.what()}};
     }
+    rec.reset();  // closed before its files are removed
     if (!saved && !partial.empty()) {
       std::error_code ec;
       fs::remove(partial, ec);

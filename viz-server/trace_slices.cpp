@@ -173,8 +173,13 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
   try {
     auto sc = scanned(*file, ctx.traces.read_options(*file), ctx.max_steps);
     if (sc->layout.version != 2 && sc->layout.version != 3) {
-      send_error(res, 422, "slices: " + name + " is a version-" + std::to_string(sc->layout.version) +
-                               " trace; per-step slices exist for versions 2 and 3 (load the whole file)");
+      // "version": the page reads a version-1 file whole; any other refusal it shows (api.ts).
+      res.set_header("Cache-Control", "no-store");
+      send_json(res,
+                {{"error", "slices: " + name + " is a version-" + std::to_string(sc->layout.version) +
+                               " trace; per-step slices exist for versions 2 and 3 (load the whole file)"},
+                 {"version", sc->layout.version}},
+                422);
       return;
     }
     const std::string base = "slice|" + identity(*file) + "|";

@@ -4,7 +4,9 @@
 //                                  null (meta, graphs, per-step tokens/logits/times stay)
 //   GET /api/slices/NAME/steps/K   {"nodes": […], "kernels": […]} of step K, the file's bytes
 // The file is scanned once per version (size, mtime) without building a JSON tree; bodies come
-// from the shared BodyCache. A version-1 trace answers 422 (the page then loads it whole).
+// from the shared BodyCache. A version-1 trace answers 422 with "version": 1 (the page then loads
+// it whole). Every 404 of these routes starts "slices:", which tells it from the catch-all 404 of a
+// server without them (the page reads the file whole only then; any other refusal it shows).
 #pragma once
 #include <cstddef>
 #include <cstdint>

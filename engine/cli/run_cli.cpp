@@ -81,7 +81,7 @@ int run_generate(CliOptions o) {
   if (o.threads > 0) engine.threads = o.threads;
   ThreadPool::set_global_threads(engine.threads);
   o.digest_cache_dir = trace::digest_cache_dir(env);
-  auto model = Model::load(o.model);
+  auto model = Model::load(o.model, &ThreadPool::global());  // the weights' NaN/Inf scan, on every core
   auto tok = Tokenizer::from_gguf(*model->file);
   auto backend = make_backend(o.backend, *model, engine.prefill, engine.cuda);
   auto reference = reference_backend(o, env, engine, *model, *backend);

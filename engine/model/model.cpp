@@ -6,12 +6,29 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/non_finite.h"
 #include "quant/quant.h"
 
 namespace minfer {
 namespace {
 
-WeightView view(const GGUFFile& f, const std::string& name, int64_t rows, int64_t cols) {
+// A NaN or Inf in a matrix spreads to every activation after it, and silently: refused at load.
+// Quantized matrices cost one read per block (only their f16 scales can be non-finite), float
+// ones a read of every value, split over the pool when there is one.
+void check_finite_matrix(const GGUFFile& f, const GGUFTensorInfo& t, int64_t rows, int64_t cols, ThreadPool* pool) {
+  const auto bad = find_non_finite(t.type, t.data, rows * cols, pool);
+  if (!bad) return;
+  if (is_quantized(t.type)) {
+    const int64_t blocks_per_row = cols / info(t.type).block_elems;
+    fail(f.path(), ": tensor '", t.name, "': block ", bad->index, " (row ", bad->index / blocks_per_row,
+         ") has a non-finite ", bad->role, " (", bad->field, " = ", bad->value, ")");
+  }
+  fail(f.path(), ": tensor '", t.name, "' has a non-finite value (", bad->value, ") at row ", bad->index / cols,
+       ", column ", bad->index % cols);
+}
+
+WeightView view(const GGUFFile& f, const std::string& name, int64_t rows, int64_t cols, ThreadPool* pool) {
   const GGUFTensorInfo* t = f.find_tensor(name);
   if (!t) fail(f.path(), ": tensor '", name, "' is missing");
   const int64_t r = t->ne.size() > 1 ? t->ne[1] : 1;
@@ -25,13 +42,14 @@ WeightView view(const GGUFFile& f, const std::string& name, int64_t rows, int64_
   if (info(t->type).activation_only)
     fail(f.path(), ": tensor '", name, "' has type ", minfer::name(t->type), ", which is not a weight type");
   if (rows == 1) {
-    // Norm weights and biases: a NaN or Inf in one spreads to every activation after it. (The
-    // matrices are not scanned: that would read every weight byte at every load.)
+    // Norm weights and biases: a NaN or Inf in one spreads to every activation after it.
     std::vector<float> v(static_cast<size_t>(cols));
     dequantize_row(t->type, t->data, v.data(), cols);
     for (int64_t i = 0; i < cols; ++i)
       if (!std::isfinite(v[static_cast<size_t>(i)]))
         fail(f.path(), ": tensor '", name, "' has a non-finite value (", v[static_cast<size_t>(i)], ") at element ", i);
+  } else {
+    check_finite_matrix(f, *t, rows, cols, pool);
   }
   WeightView w;
   w.name = name;
@@ -45,17 +63,17 @@ WeightView view(const GGUFFile& f, const std::string& name, int64_t rows, int64_
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
+std::unique_ptr<Model> Model::load(const std::string& path, ThreadPool* pool) {
   auto m = std::make_unique<Model>();
   m->file = GGUFFile::open(path);
   const GGUFFile& f = *m->file;
   m->hp = HParams::from_gguf(f);
   const HParams& h = m->hp;
-  m->token_embd = view(f, "token_embd.weight", h.n_vocab, h.n_embd);
-  m->output_norm = view(f, "output_norm.weight", 1, h.n_embd);
-  m->output = h.tied_embeddings ? m->token_embd : view(f, "output.weight", h.n_vocab, h.n_embd);
+  m->token_embd = view(f, "token_embd.weight", h.n_vocab, h.n_embd, pool);
+  m->output_norm = view(f, "output_norm.weight", 1, h.n_embd, pool);
+  m->output = h.tied_embeddings ? m->token_embd : view(f, "output.weight", h.n_vocab, h.n_embd, pool);
   if (f.find_tensor("rope_freqs.weight")) {
-    m->rope_freqs = view(f, "rope_freqs.weight", 1, h.head_dim / 2);
+    m->rope_freqs = view(f, "rope_freqs.weight", 1, h.head_dim / 2, pool);
     std::vector<float> v(static_cast<size_t>(h.head_dim / 2));
     dequantize_row(m->rope_freqs.type, m->rope_freqs.data, v.data(), h.head_dim / 2);
     for (size_t i = 0; i < v.size(); ++i)  // divisors of the frequencies
@@ -65,24 +83,24 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights w;
-    w.attn_norm = view(f, p + "attn_norm.weight", 1, h.n_embd);
-    w.wq = view(f, p + "attn_q.weight", h.n_embd_q(), h.n_embd);
-    w.wk = view(f, p + "attn_k.weight", h.n_embd_kv(), h.n_embd);
-    w.wv = view(f, p + "attn_v.weight", h.n_embd_kv(), h.n_embd);
+    w.attn_norm = view(f, p + "attn_norm.weight", 1, h.n_embd, pool);
+    w.wq = view(f, p + "attn_q.weight", h.n_embd_q(), h.n_embd, pool);
+    w.wk = view(f, p + "attn_k.weight", h.n_embd_kv(), h.n_embd, pool);
+    w.wv = view(f, p + "attn_v.weight", h.n_embd_kv(), h.n_embd, pool);
     if (arch.qkv_bias) {
-      w.bq = view(f, p + "attn_q.bias", 1, h.n_embd_q());
-      w.bk = view(f, p + "attn_k.bias", 1, h.n_embd_kv());
-      w.bv = view(f, p + "attn_v.bias", 1, h.n_embd_kv());
+      w.bq = view(f, p + "attn_q.bias", 1, h.n_embd_q(), pool);
+      w.bk = view(f, p + "attn_k.bias", 1, h.n_embd_kv(), pool);
+      w.bv = view(f, p + "attn_v.bias", 1, h.n_embd_kv(), pool);
     }
     if (arch.qk_norm) {
-      w.q_norm = view(f, p + "attn_q_norm.weight", 1, h.head_dim);
-      w.k_norm = view(f, p + "attn_k_norm.weight", 1, h.head_dim);
+      w.q_norm = view(f, p + "attn_q_norm.weight", 1, h.head_dim, pool);
+      w.k_norm = view(f, p + "attn_k_norm.weight", 1, h.head_dim, pool);
     }
-    w.wo = view(f, p + "attn_output.weight", h.n_embd, h.n_embd_q());
-    w.ffn_norm = view(f, p + "ffn_norm.weight", 1, h.n_embd);
-    w.w_gate = view(f, p + "ffn_gate.weight", h.n_ff, h.n_embd);
-    w.w_up = view(f, p + "ffn_up.weight", h.n_ff, h.n_embd);
-    w.w_down = view(f, p + "ffn_down.weight", h.n_embd, h.n_ff);
+    w.wo = view(f, p + "attn_output.weight", h.n_embd, h.n_embd_q(), pool);
+    w.ffn_norm = view(f, p + "ffn_norm.weight", 1, h.n_embd, pool);
+    w.w_gate = view(f, p + "ffn_gate.weight", h.n_ff, h.n_embd, pool);
+    w.w_up = view(f, p + "ffn_up.weight", h.n_ff, h.n_embd, pool);
+    w.w_down = view(f, p + "ffn_down.weight", h.n_embd, h.n_ff, pool);
     m->layers.push_back(std::move(w));
   }
   return m;

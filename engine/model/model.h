@@ -10,6 +10,8 @@
 
 namespace minfer {
 
+class ThreadPool;
+
 // A weight as stored in the file: row-major [rows][cols] (GGUF ne = {cols, rows}).
 struct WeightView {
   std::string name;
@@ -33,8 +35,10 @@ struct Model {
   WeightView rope_freqs;  // llama 3.1+: head_dim/2 divisors of the RoPE frequencies, when present
   std::vector<LayerWeights> layers;
 
-  // Maps the file and checks every tensor's presence, shape and type. Throws Error.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // Maps the file and checks every tensor's presence, shape and type, and that no weight holds a
+  // NaN or Inf (matrices: their block scales, or every value of a float one; the scan runs on
+  // `pool` when given, else on the calling thread). Throws Error.
+  static std::unique_ptr<Model> load(const std::string& path, ThreadPool* pool = nullptr);
   const WeightView& weight(const std::string& name) const;  // by tensor name
   // "Q8_0" or "mixed(Q5_0,Q8_0)" per tensor class (attn_q, ffn_down, ...).
   std::vector<std::pair<std::string, std::string>> weight_type_summary() const;

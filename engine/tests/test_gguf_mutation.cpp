@@ -16,8 +16,12 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "quant/blocks.h"
+#include "quant/non_finite.h"
+#include "quant/quant.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -415,6 +419,135 @@ TEST(GGUFMutation, CraftedHugeArraysParseIntoViewsOrThrowError) {
               "most allocated by one parse of a whole one: %zu bytes\n",
               parsed + rejected, mutated, parsed, static_cast<unsigned long long>(elements), rejected, most_allocated);
   EXPECT_GT(parsed, 0u);
+}
+
+// Issue 31, item 9: weights holding a NaN or Inf where one can be: a quantized block's f16 scale
+// or offset (d, m, dmin), a float tensor's value. Crafted: 1-4 tensors of random weight types and
+// shapes with finite contents, 0-2 non-finite words planted in each (NaNs with random payloads
+// and signs, +Inf, -Inf), then half of the files mutated once or twice. Each must parse or throw
+// minfer::Error; find_non_finite then reads every weight tensor of a parsed one, on the calling
+// thread or a pool, inside the file (ASan) and, for a whole file, names each tensor's first
+// planted block or element and nothing in the others.
+struct PlantedFile {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> first_planted;  // per tensor, -1: none
+};
+
+PlantedFile crafted_non_finite(std::mt19937_64& rng, std::string& what) {
+  struct Layout {
+    WeightType t;
+    std::vector<size_t> fields;  // byte offsets of the f16 fields in a block; empty: a float type
+  };
+  static const Layout kTypes[] = {
+      {WeightType::F32, {}},
+      {WeightType::F16, {}},
+      {WeightType::BF16, {}},
+      {WeightType::Q4_0, {offsetof(BlockQ4_0, d)}},
+      {WeightType::Q4_1, {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)}},
+      {WeightType::Q5_0, {offsetof(BlockQ5_0, d)}},
+      {WeightType::Q5_1, {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)}},
+      {WeightType::Q8_0, {offsetof(BlockQ8_0, d)}},
+      {WeightType::Q4_K, {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)}},
+      {WeightType::Q5_K, {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)}},
+      {WeightType::Q6_K, {offsetof(BlockQ6_K, d)}},
+  };
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  PlantedFile out;
+  GGUFWriter w;
+  w.set_alignment(32);
+  w.set("general.architecture", GGUFValue::str("qwen2"));
+  const int n_tensors = 1 + static_cast<int>(rng() % 4);
+  for (int k = 0; k < n_tensors; ++k) {
+    const Layout& l = kTypes[rng() % std::size(kTypes)];
+    const WeightTypeInfo& ti = info(l.t);
+    const int64_t cols = ti.block_elems * (1 + static_cast<int64_t>(rng() % (ti.block_elems == 1 ? 64 : 4)));
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 4), n = rows * cols;
+    std::vector<float> v(static_cast<size_t>(n));
+    // Some values near f16's largest (65504), none past it: every scale made is finite.
+    for (auto& x : v) x = unit(rng) * (rng() % 8 == 0 ? 60000.f : 1.f);
+    std::vector<uint8_t> data(row_bytes(l.t, n));
+    quantize_row(l.t, v.data(), data.data(), n);
+    const int64_t units = n / ti.block_elems;
+    int64_t first = -1;
+    const int planted = static_cast<int>(rng() % 3);
+    for (int p = 0; p < planted; ++p) {
+      const int64_t unit = static_cast<int64_t>(rng() % static_cast<uint64_t>(units));
+      uint8_t* at = data.data() + static_cast<size_t>(unit) * ti.block_bytes;
+      const uint64_t kind = rng() % 3;  // NaN (random payload and sign), +Inf, -Inf
+      const uint64_t sign = kind == 2 || (kind == 0 && rng() % 2) ? 1 : 0;
+      if (l.t == WeightType::F32) {
+        const uint32_t bits = static_cast<uint32_t>(sign << 31) | 0x7f800000u |
+                              (kind == 0 ? 1 + static_cast<uint32_t>(rng() % 0x7fffff) : 0);
+        std::memcpy(at, &bits, 4);
+      } else {
+        // f16: exponent 0x7c00, mantissa 10 bits; bf16: exponent 0x7f80, mantissa 7 bits.
+        const bool bf16 = l.t == WeightType::BF16;
+        const uint16_t mant = kind == 0 ? static_cast<uint16_t>(1 + rng() % (bf16 ? 0x7f : 0x3ff)) : 0;
+        const uint16_t bits = static_cast<uint16_t>((sign << 15) | (bf16 ? 0x7f80 : 0x7c00) | mant);
+        std::memcpy(at + (l.fields.empty() ? 0 : l.fields[rng() % l.fields.size()]), &bits, 2);
+      }
+      first = first < 0 ? unit : std::min(first, unit);
+    }
+    const std::string name = "blk." + std::to_string(k) + ".w";
+    w.add_tensor(name, {cols, rows}, l.t, data);
+    out.first_planted.push_back(first);
+    what += (k ? ", " : "") + std::string(ti.name) + " {" + std::to_string(cols) + ", " + std::to_string(rows) +
+            "} " + std::to_string(planted) + " planted" + (first >= 0 ? " (first " + std::to_string(first) + ")" : "");
+  }
+  out.bytes = w.to_bytes();
+  return out;
+}
+
+TEST(GGUFMutation, CraftedNonFiniteScalesAreFoundInsideTheFile) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+  const size_t n_cases = env_size("MINFER_GGUF_NONFINITE", 300);
+  ThreadPool pool(3);
+  size_t parsed = 0, rejected = 0, mutated = 0, tensors_scanned = 0, found = 0, checked_whole = 0;
+  for (size_t c = 0; c < n_cases && !HasFailure(); ++c) {
+    std::mt19937_64 rng(0x0f1a7e00ULL + c);
+    std::string what;
+    PlantedFile pf = crafted_non_finite(rng, what);
+    const bool damaged = rng() % 2 == 0;
+    if (damaged) {
+      Mutator m{std::mt19937_64(rng()), pf.bytes.size(), ""};
+      for (int k = 1 + static_cast<int>(rng() % 2); k > 0; --k) m.mutate_once(pf.bytes);
+      what += "; then " + m.description;
+      ++mutated;
+    }
+    g_current_case = "non-finite case " + std::to_string(c) + ": " + what;
+    const std::unique_ptr<uint8_t[]> buf = exact_copy_and_track(pf.bytes);
+    std::unique_ptr<GGUFFile> f;
+    try {
+      f = GGUFFile::from_memory(buf.get(), pf.bytes.size(), "scan.gguf");
+      g_tracking = false;
+      ++parsed;
+    } catch (const Error& e) {
+      g_tracking = false;
+      ++rejected;
+      ASSERT_TRUE(damaged) << g_current_case << ": the whole file was refused: " << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("scan.gguf: ", 0), 0u) << g_current_case << "\n" << e.what();
+      continue;
+    }
+    for (size_t k = 0; k < f->tensors().size(); ++k) {
+      const GGUFTensorInfo& t = f->tensors()[k];
+      if (info(t.type).activation_only) continue;  // Model::load refuses those by their type
+      const auto bad = find_non_finite(t.type, t.data, t.n_elements(), k % 2 ? &pool : nullptr);
+      ++tensors_scanned;
+      found += bad ? 1 : 0;
+      if (!damaged) {
+        ASSERT_EQ(f->tensors().size(), pf.first_planted.size());
+        EXPECT_EQ(bad ? bad->index : -1, pf.first_planted[k]) << g_current_case << ": tensor " << t.name;
+        ++checked_whole;
+      }
+    }
+  }
+  std::printf("crafted non-finite weights: %zu files (%zu then mutated), %zu parsed, %zu rejected; %zu tensors "
+              "scanned (%zu whole ones checked against their planted values), %zu with a non-finite value\n",
+              parsed + rejected, mutated, parsed, rejected, tensors_scanned, checked_whole, found);
+  EXPECT_GT(checked_whole, 0u);
+  EXPECT_GT(found, 0u);
 }
 
 }  // namespace

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     minfer::ThreadPool::set_global_threads(threads);
     minfer::ThreadPool pool(threads);
     auto t0 = std::chrono::steady_clock::now();
-    auto model = minfer::Model::load(model_path);
+    auto model = minfer::Model::load(model_path, &pool);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto backend_ptr = minfer::make_backend(backend_choice, *model, engine.prefill, engine.cuda, &pool, json);
     minfer::Backend& backend = *backend_ptr;

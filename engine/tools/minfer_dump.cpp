@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     for (std::string t; std::getline(ss, t, ',');) ids.push_back(static_cast<int32_t>(parse_int(t, "--ids", 0, INT32_MAX)));
     const EngineOptions engine = EngineOptions::from_env(process_environment());  // the one read of it
     ThreadPool::set_global_threads(engine.threads);
-    auto m = Model::load(model_path);
+    auto m = Model::load(model_path, &ThreadPool::global());
     fs::create_directories(fs::path(out_dir) / "weights");
     nlohmann::json index;
     const HParams& h = m->hp;

@@ -219,6 +219,26 @@ TEST_F(VizApi, NotFoundAndBadRequestsAreJson) {
   expect_json_error(cli.Post("/api/traces", "x", "text/plain"), 404, "not found");
 }
 
+// The page (web/src/io/api.ts) reads a trace whole only when its slices refusal says there are
+// none to have: a version-1 trace (422 with "version": 1) or a server without the routes (a 404
+// not starting "slices:"). Everything else it shows, so these answers must keep telling them apart.
+TEST_F(VizApi, SliceRefusalsSayWhenThePageMayReadTheFileWhole) {
+  auto cli = client();
+  auto v1 = cli.Get("/api/slices/legacy-v1.json/index");
+  expect_json_error(v1, 422, "version-1 trace");
+  EXPECT_EQ(json::parse(v1->body)["version"], 1) << v1->body;
+  auto broken = cli.Get("/api/slices/broken.json/index");
+  expect_json_error(broken, 422, "broken.json");
+  EXPECT_FALSE(json::parse(broken->body).contains("version")) << broken->body;
+  for (const char* url : {"/api/slices/missing.json/index", "/api/slices/tiny-mmq.json/steps/99"}) {
+    auto r = cli.Get(url);
+    expect_json_error(r, 404, "");
+    EXPECT_EQ(json::parse(r->body)["error"].get<std::string>().rfind("slices: ", 0), 0u) << url << ": " << r->body;
+  }
+  auto other = cli.Get("/api/slices-of-another-kind");
+  expect_json_error(other, 404, "no such API endpoint");
+}
+
 TEST_F(VizApi, StaticFilesWithMimeTypesAndSpaFallback) {
   auto cli = client();
   auto index = cli.Get("/");

@@ -4,7 +4,7 @@
 //   node web/e2e/run.mjs --docs     also copies one screenshot per view to docs/screenshots/
 //   node web/e2e/run.mjs --mock     against the fixture mock server (development only)
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ROOT, closeBrowser, launchBrowser, skipReason, startServer } from './lib.mjs';
@@ -33,7 +33,7 @@ const consoleErrors = [];
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 const badResponses = [];
-page.on('response', (r) => { if (r.status() >= 400 && !/no-such-trace/.test(r.url())) badResponses.push(`${r.status()} ${r.url()}`); });
+page.on('response', (r) => { if (r.status() >= 400 && !/no-such-trace|steps-twice/.test(r.url())) badResponses.push(`${r.status()} ${r.url()}`); });
 
 const results = [];
 async function test(name, fn) {
@@ -994,6 +994,27 @@ await test('a deep link to a missing trace shows the server error', async () => 
   check(/no trace named|not found|404/i.test(await page.textContent('.error-box')), 'no readable error');
 });
 
+// Issue 31, item 2: a trace the server lists as unreadable (here the top-level 'steps' twice),
+// opened by a hand-written ?trace= link: the page showed it anyway, loading the file whole when
+// the server refused its slices (JSON.parse keeps the last key). The mock server has no slices.
+if (!mock) await test('a hand-written link to a trace the server cannot read shows its error, not the trace', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'minfer-twice-'));
+  const text = await (await fetch(`${server.url}api/traces/${encodeURIComponent(single.name)}`)).text();
+  writeFileSync(join(dir, 'steps-twice.json'), text.replace(/^\s*\{/, '{"steps":[],'));
+  const twice = await startServer({ mock, tracesDir: dir });
+  try {
+    const listed = (await (await fetch(`${twice.url}api/traces`)).json()).find((e) => e.name === 'steps-twice.json');
+    check(/appears twice/.test(listed?.error ?? ''), `the server lists it as ${JSON.stringify(listed)}`);
+    await page.goto(`${twice.url}?trace=steps-twice.json`);
+    await ready();
+    const state = await page.evaluate(() => document.body.dataset.state);
+    const box = (await page.$('.error-box')) ? await page.textContent('.error-box') : '';
+    check(state === 'error' && /the key 'steps' appears twice/.test(box), `page state ${state}, error box: "${box}"`);
+  } finally {
+    twice.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 // ----- live runs: a second server with --model and a tiny model made by minfer-gen ---------
 const genBin = join(dirname(resolve(ROOT, process.env.MINFER_VIZ ?? 'build/bin/minfer-viz')), 'minfer-gen');

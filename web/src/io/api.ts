@@ -71,9 +71,23 @@ export async function fetchComparison(a: string, b: string, referenceB = false):
 
 // Sliced loading (large traces): the index (everything but the per-step node records) and the
 // first step to show, so the page paints at once; loadRest() then fetches the other steps in
-// the background. A version-1 file has no slices (the server answers 422): it is fetched whole
-// without asking, so the page logs no failed request; so is any trace when the server has none.
+// the background. A version-1 file has no slices: it is fetched whole without asking, so the
+// page logs no failed request; so is any trace when the server has no slices at all
+// (offersNoSlices). Any other refusal of the index is shown, never worked around by reading the
+// file whole: the server refuses the slices of a trace it lists as unreadable (a key twice,
+// bytes after the JSON), and 413 means the whole file would be worse.
 export interface ProgressiveTrace { trace: Trace; sliced: boolean; loadRest(onStep: (k: number) => void): Promise<void> }
+
+// Whether a refused slice index means "no slices here: read the file whole". minfer-viz without
+// the slice routes answers its catch-all 404 ("no such API endpoint: ..."; every answer of the
+// slice route starts "slices:"), another server a 404 of its own; a version-1 trace has no
+// slices (422 with "version": 1, for a page that did not know the version from the listing).
+async function offersNoSlices(r: Response): Promise<boolean> {
+  let body: { error?: unknown; version?: unknown } | null = null;
+  try { body = await r.clone().json(); } catch { /* not JSON: not the slice route's answer */ }
+  if (r.status === 404) return !(typeof body?.error === 'string' && body.error.startsWith('slices:'));
+  return r.status === 422 && body?.version === 1;
+}
 
 export async function fetchTraceProgressive(name: string, firstStep: number, version: number | null): Promise<ProgressiveTrace> {
   const whole = async (): Promise<ProgressiveTrace> => ({ trace: await fetchTrace(name), sliced: false, loadRest: async () => {} });
@@ -81,9 +95,12 @@ export async function fetchTraceProgressive(name: string, firstStep: number, ver
   const base = `api/slices/${encodeURIComponent(name)}`;
   let r: Response | null = null;
   try { r = await fetch(`${base}/index`); } catch { r = null; }
-  // 413: past the server's step limit; the whole file would be worse, so the message is shown.
-  if (r?.status === 413) throw await failure(`${base}/index`, r);
-  if (!r || !r.ok) return whole();
+  // No answer at all: the whole file's request says so ("Is minfer-viz running?").
+  if (!r) return whole();
+  if (!r.ok) {
+    if (await offersNoSlices(r)) return whole();
+    throw await failure(`${base}/index`, r);
+  }
   const trace = parseTraceText(await r.text(), name);
   performance.mark('minfer:fetched');
   const first = Math.max(0, Math.min(trace.steps.length - 1, firstStep));
