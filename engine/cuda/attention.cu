@@ -51,10 +51,9 @@ struct ChunkSmem {
 template <int kHd>
 __device__ __forceinline__ float dot_qk(const float* q, const float* __restrict__ k, int hd, bool vec4) {
   if (kHd > 0 || vec4) {
-    const int n = kHd > 0 ? kHd : hd;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int d = 0; d < (kHd > 0 ? kHd : n); d += 4) {
+    for (int d = 0; d < (kHd > 0 ? kHd : hd); d += 4) {
       const float4 qv = *reinterpret_cast<const float4*>(q + d);
       const float4 kv = *reinterpret_cast<const float4*>(k + d);
       a.x += qv.x * kv.x;
