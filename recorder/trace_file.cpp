@@ -83,14 +83,15 @@ void TraceFile::write_at(const std::string& data, int64_t offset) {
 
 void TraceFile::write_head(const std::string& head) {
   if (finished_) fail(final_, ": trace already finished");
-  if (n_steps_ == 0) {
+  if (head_len_ == 0) {  // the first head, into the claimed empty file
     write_at(head + kOpenTail, 0);
     if (::ftruncate(fd_, static_cast<off_t>(head.size() + std::strlen(kOpenTail))) != 0)
       fail(partial_, ": truncate failed: ", std::strerror(errno));
     head_len_ = steps_end_ = static_cast<int64_t>(head.size());
     return;
   }
-  // Rebuild beside and rename over: the old .partial stays valid until the rename.
+  // Rebuild beside and rename over: the old .partial stays valid until the rename, also for a
+  // reader that opens it meanwhile (an in-place rewrite showed such a reader a torn file).
   const std::string steps = read_range(fd_, head_len_, steps_end_ - head_len_, partial_);
   // Locked before the rename, so the claim never lapses.
   const std::string tmp = partial_ + ".tmp";
