@@ -11,19 +11,13 @@
 #include "core/environment.h"
 #include "core/error.h"
 
+#include "error_of.h"
+
 using namespace minfer;
 
 namespace {
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using minfer::testing::error_of;
 
 EngineOptions with(const std::string& var, const std::string& value) {
   return EngineOptions::from_env({{var, value}});

@@ -12,19 +12,13 @@
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
 
+#include "error_of.h"
+
 using namespace minfer;
 
 namespace {
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using minfer::testing::error_of;
 
 }  // namespace
 
