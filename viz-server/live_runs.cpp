@@ -14,6 +14,7 @@
 
 #include "cli/backend_choice.h"
 #include "cli/run_meta.h"
+#include "cli/trace_session.h"
 #include "core/error.h"
 #include "event_log.h"
 #include "exec/generate.h"
@@ -21,8 +22,7 @@
 #include "http_util.h"
 #include "json_out.h"
 #include "model/model.h"
-#include "recorder.h"
-#include "step_journal.h"
+#include "recorder_options.h"
 #include "step_json.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
@@ -50,12 +50,12 @@ struct Run {
   std::atomic<int> listeners{0};
 };
 
-// Tees the engine's observer calls to the recorder and to the event log. Per-node summaries
+// Tees the engine's observer calls to the run's trace session and to the event log. Per-node summaries
 // for the page (stats only) are computed only while a page listens; what the page gets is spelled
 // by the trace's own formatter and logits summary, so the stream says what the file says.
 class LiveObserver final : public Observer {
  public:
-  LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
+  LiveObserver(Observer* trace, Run& run, const Tokenizer& tok) : rec_(trace), run_(run), tok_(tok) {}
   void on_graph(const Graph& g) override {
     rec_->on_graph(g);
     push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});
@@ -122,7 +122,7 @@ class LiveObserver final : public Observer {
   // A token's text as the trace writes it (invalid UTF-8 replaced, recorder/json_out.h).
   std::string text(int32_t id) const { return id >= 0 ? trace::sanitize_utf8(tok_.token_bytes(id)) : std::string(); }
 
-  Observer* rec_;
+  Observer* rec_;  // the trace session's (the recorder)
   Run& run_;
   const Tokenizer& tok_;
   trace::StepFormatter records_{stats_only(), nullptr};  // node events: the trace's records, statistics only
@@ -237,9 +237,10 @@ class LiveRuns {
     run->trace_name = unused_trace_name("live-" + fs::path(model).stem().string() + "-" + stamp + "-" + std::to_string(run->id) + "-" + path);
     trace::RecorderOptions opts;  // the recorder's defaults
     opts.path = (out_dir_ / run->trace_name).string();
-    // The meta every recording program writes (cli/run_meta.h), marked as a live run's.
-    // Its observer asks the backend for nothing (LiveObserver has no recording()): the meta says
-    // where its summaries came from and that it holds no kernel records.
+    // The meta every recording program writes (cli/run_meta.h), marked as a live run's; the
+    // run's thread starts its TraceSession with it (execute). Its observer asks the backend for
+    // nothing (LiveObserver has no recording()): the meta says where its summaries came from and
+    // that it holds no kernel records.
     RunSettings settings{paths_.at(model), so, max_tokens, opts.kernel_steps};
     settings.backend_records = false;
     settings.digest_cache_dir = digest_cache_dir_;
@@ -336,14 +337,13 @@ class LiveRuns {
     // The page connects right after it started the run: give it a moment, so the prefill's
     // nodes are streamed too (per-node events exist only while someone listens).
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    // The recorder's .partial (and journal) while the run goes on; removed unless the trace is
-    // saved: a failed run, or one cancelled before its first step, leaves no file.
-    std::string partial;
+    // The trace is recorded as minfer records one (cli/trace_session.h). A failed run, or one
+    // cancelled before its first step, leaves no file: its session is discarded.
+    std::unique_ptr<TraceSession> session;
     bool saved = false;
     try {
-      trace::Recorder rec(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
-      partial = rec.partial_path();
-      LiveObserver obs(rec.observer(), run, tok);
+      session = TraceSession::start(opts, meta, tok);
+      LiveObserver obs(session->observer(), run, tok);
       std::string text;
       std::vector<int32_t> gen;
       try {
@@ -357,12 +357,8 @@ class LiveRuns {
           r.decode_s.assign(obs.step_seconds.begin() + 1, obs.step_seconds.end());
         }
       }
-      json decode_ms = json::array();
-      for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
       if (!obs.step_seconds.empty()) {
-        rec.finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
-                    {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
-                    {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
+        session->finish(r, std::nullopt);  // a live run measures no load time
         saved = true;
       }
       last = {{"id", run.id}, {"trace", saved ? json(run.trace_name) : json(nullptr)}, {"cancelled", cancelled},
@@ -373,11 +369,8 @@ class LiveRuns {
       last_type = "error";
       last = {{"id", run.id}, {"message", e.what()}};
     }
-    if (!saved && !partial.empty()) {
-      std::error_code ec;
-      fs::remove(partial, ec);
-      fs::remove(trace::journal_path_for(partial), ec);
-    }
+    if (session && !saved) session->discard();
+    session.reset();
     // Finished (trace saved, recorder gone) before the last event goes out: a client that
     // starts the next run on "done" or "error" must not be told this one is still busy.
     run.finished = true;

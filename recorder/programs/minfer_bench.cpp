@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/backend_choice.h"
-#include "cli/cli_trace.h"
+#include "cli/trace_session.h"
 #include "core/build_stamp.h"
 #include "core/engine_options.h"
 #include "core/environment.h"
