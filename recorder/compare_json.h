@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "exec/tensor_compare.h"
 #include "logits_compare.h"
-#include "exec/logits_summary.h"
+#include "probes/logits_summary.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer::trace {
 

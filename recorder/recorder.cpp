@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "compare_json.h"
+#include "core/build_stamp.h"
 #include "core/error.h"
 #include "gpu_time_json.h"
 #include "graph_json.h"
 #include "journal_thread.h"
 #include "json_out.h"
 #include "logits_compare.h"
-#include "exec/logits_summary.h"
-#include "core/build_stamp.h"
+#include "probes/logits_summary.h"
 #include "selection.h"
 #include "step_journal.h"
 #include "step_json.h"

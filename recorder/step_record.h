@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "exec/logits_summary.h"
 #include "exec/observer.h"
-#include "exec/tensor_compare.h"
 #include "gpu_time_json.h"
+#include "probes/logits_summary.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer::trace {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cancel.h"
-#include "exec/tensor_compare.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer::trace {
 

@@ -6,15 +6,15 @@
 #   1. a source of engine/, recorder/ or viz-server/ (tests aside) calls getenv, secure_getenv,
 #      setenv, unsetenv, putenv, clearenv or reads environ, except engine/core/environment.cpp,
 #      the one read;
-#   2. a library source calls process_environment(): only the programs may, i.e. engine/cli (the
-#      minfer CLI), engine/tools (the mains), recorder/minfer_trace.cpp and viz-server/main.cpp.
+#   2. a library source calls process_environment(): only the programs may, i.e. recorder/programs
+#      (the mains and the minfer CLI in recorder/programs/cli) and viz-server/main.cpp.
 # Comments (from // on) are not code and are not checked.
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<repository root> -P check-no-env-reads.cmake")
 endif()
 
 set(kOneRead "engine/core/environment.cpp")
-set(kProgramsRegex "^(engine/cli/|engine/tools/|recorder/minfer_trace\\.cpp$|viz-server/main\\.cpp$|engine/core/environment\\.(h|cpp)$)")
+set(kProgramsRegex "^(recorder/programs/|viz-server/main\\.cpp$|engine/core/environment\\.(h|cpp)$)")
 set(kEnvCallRegex "(^|[^A-Za-z0-9_])(secure_getenv|getenv|setenv|unsetenv|putenv|clearenv|environ)([^A-Za-z0-9_]|$)")
 set(kReaderRegex "(^|[^A-Za-z0-9_])process_environment[ \t]*\\(")
 

@@ -14,6 +14,7 @@
 
 #include "cli/backend_choice.h"
 #include "cli/run_meta.h"
+#include "cli/trace_session.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "event_log.h"
@@ -22,8 +23,7 @@
 #include "http_util.h"
 #include "json_out.h"
 #include "model/model.h"
-#include "recorder.h"
-#include "step_journal.h"
+#include "recorder_options.h"
 #include "step_json.h"
 #include "tokenizer/tokenizer.h"
 #include "viz_context.h"
@@ -51,12 +51,12 @@ struct Run {
   std::atomic<int> listeners{0};
 };
 
-// Tees the engine's observer calls to the recorder and to the event log. Per-node summaries
+// Tees the engine's observer calls to the run's trace session and to the event log. Per-node summaries
 // for the page (stats only) are computed only while a page listens; what the page gets is spelled
 // by the trace's own formatter and logits summary, so the stream says what the file says.
 class LiveObserver final : public Observer {
  public:
-  LiveObserver(Observer* rec, Run& run, const Tokenizer& tok) : rec_(rec), run_(run), tok_(tok) {}
+  LiveObserver(Observer* trace, Run& run, const Tokenizer& tok) : rec_(trace), run_(run), tok_(tok) {}
   void on_graph(const Graph& g) override {
     rec_->on_graph(g);
     push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});
@@ -123,7 +123,7 @@ class LiveObserver final : public Observer {
   // A token's text as the trace writes it (invalid UTF-8 replaced, recorder/json_out.h).
   std::string text(int32_t id) const { return id >= 0 ? trace::sanitize_utf8(tok_.token_bytes(id)) : std::string(); }
 
-  Observer* rec_;
+  Observer* rec_;  // the trace session's (the recorder)
   Run& run_;
   const Tokenizer& tok_;
   trace::StepFormatter records_{stats_only(), nullptr};  // node events: the trace's records, statistics only
@@ -247,7 +247,7 @@ class LiveRuns {
                          TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
     meta["live_run"] = true;
     std::string claim_error;  // the run's first event then says it (as it did when the run claimed its file)
-    std::unique_ptr<trace::Recorder> rec = claim_trace(stem, opts, meta, *lm.tok, run->trace_name, claim_error);
+    std::unique_ptr<TraceSession> session = claim_trace(stem, opts, meta, *lm.tok, run->trace_name, claim_error);
     push(*run->log, "start", {{"id", run->id}, {"model", model}, {"prompt", prompt}, {"prompt_tokens", ids.size()},
                              {"max_tokens", max_tokens}, {"backend", be->name()}, {"device", be->device()},
                              {"matmul_path", path}, {"trace", run->trace_name}, {"meta", meta}});
@@ -256,8 +256,8 @@ class LiveRuns {
     g.n_predict = max_tokens;
     g.sampler = so;
     g.graph_fusion = engine_.graph_fusion;
-    thread_ = std::thread([this, run, &lm, ids, g, rec = std::move(rec), claim_error, be = std::move(be)]() mutable {
-      execute(*run, lm, *be, ids, g, std::move(rec), claim_error);
+    thread_ = std::thread([this, run, &lm, ids, g, session = std::move(session), claim_error, be = std::move(be)]() mutable {
+      execute(*run, lm, *be, ids, g, std::move(session), claim_error);
     });
     return {{"id", run->id}, {"trace", run->trace_name}, {"events", "api/run/events?id=" + std::to_string(run->id)}};
   }
@@ -299,15 +299,15 @@ class LiveRuns {
   }
 
  private:
-  // The run's recorder, its .partial claimed under stem + ".json", or stem + ".2.json", ".3.json"...
+  // The run's recording session, its .partial claimed under stem + ".json", or stem + ".2.json", ".3.json"...
   // when a file (or link) of that name or its .partial is in the folder already: another server
   // sharing the folder numbers its runs from 1 too, and a run's trace saved over another's would
   // lose that one. Claimed when the run is accepted, not when it starts: a run of another server
   // accepted in the same second then sees this one's .partial and takes the next name (it used
-  // to pick the same name and fail on the claim). `name` receives the name; a recorder that
+  // to pick the same name and fail on the claim). `name` receives the name; a session that
   // cannot start for another reason (the disk, the folder) is null, with its message in `error`.
-  std::unique_ptr<trace::Recorder> claim_trace(const std::string& stem, trace::RecorderOptions opts, const json& meta,
-                                               const Tokenizer& tok, std::string& name, std::string& error) const {
+  std::unique_ptr<TraceSession> claim_trace(const std::string& stem, trace::RecorderOptions opts, const json& meta,
+                                            const Tokenizer& tok, std::string& name, std::string& error) const {
     auto taken = [&](const std::string& n) {
       std::error_code ec;
       return fs::exists(fs::symlink_status(out_dir_ / n, ec)) || fs::exists(fs::symlink_status(out_dir_ / (n + ".partial"), ec));
@@ -318,7 +318,7 @@ class LiveRuns {
       if (taken(name)) continue;
       opts.path = (out_dir_ / name).string();
       try {
-        return std::make_unique<trace::Recorder>(opts, meta, [&tok](int32_t id) { return tok.token_bytes(id); });
+        return TraceSession::start(opts, meta, tok);
       } catch (const Error& e) {
         // Taken between the look and the claim (another server's run): the next name. Any other
         // failure (the disk, the folder's permissions) is this run's; so is a name that keeps
@@ -348,7 +348,7 @@ class LiveRuns {
   }
 
   void execute(Run& run, LoadedModel& lm, Backend& be, const std::vector<int32_t>& ids, const GenerateOptions& g,
-               std::unique_ptr<trace::Recorder> rec, const std::string& claim_error) {
+               std::unique_ptr<TraceSession> session, const std::string& claim_error) {
     const Tokenizer& tok = *lm.tok;
     bool cancelled = false;
     GenerateResult r;
@@ -358,13 +358,13 @@ class LiveRuns {
     // The page connects right after it started the run: give it a moment, so the prefill's
     // nodes are streamed too (per-node events exist only while someone listens).
     for (int i = 0; i < 100 && run.listeners == 0 && !run.cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    // The recorder's .partial (and journal) while the run goes on; removed unless the trace is
-    // saved: a failed run, or one cancelled before its first step, leaves no file.
-    const std::string partial = rec ? rec->partial_path() : std::string();
+    // The trace is recorded as minfer records one (cli/trace_session.h), its session started when
+    // the run was accepted (claim_trace). A failed run, or one cancelled before its first step,
+    // leaves no file: its session is discarded.
     bool saved = false;
     try {
-      if (!rec) throw Error(claim_error);
-      LiveObserver obs(rec->observer(), run, tok);
+      if (!session) throw Error(claim_error);
+      LiveObserver obs(session->observer(), run, tok);
       std::string text;
       std::vector<int32_t> gen;
       try {
@@ -378,12 +378,8 @@ class LiveRuns {
           r.decode_s.assign(obs.step_seconds.begin() + 1, obs.step_seconds.end());
         }
       }
-      json decode_ms = json::array();
-      for (double s : r.decode_s) decode_ms.push_back(s * 1e3);
       if (!obs.step_seconds.empty()) {
-        rec->finish({{"prefill_ms", r.prefill_s * 1e3}, {"decode_ms", decode_ms},
-                    {"prefill_tok_s", r.prefill_s > 0 ? static_cast<double>(ids.size()) / r.prefill_s : 0.0},
-                    {"decode_tok_s", r.decode_total_s() > 0 ? static_cast<double>(r.decode_s.size()) / r.decode_total_s() : 0.0}});
+        session->finish(r, std::nullopt);  // a live run measures no load time
         saved = true;
       }
       last = {{"id", run.id}, {"trace", saved ? json(run.trace_name) : json(nullptr)}, {"cancelled", cancelled},
@@ -394,12 +390,8 @@ class LiveRuns {
       last_type = "error";
       last = {{"id", run.id}, {"message", e.what()}};
     }
-    rec.reset();  // closed before its files are removed
-    if (!saved && !partial.empty()) {
-      std::error_code ec;
-      fs::remove(partial, ec);
-      fs::remove(trace::journal_path_for(partial), ec);
-    }
+    if (session && !saved) session->discard();
+    session.reset();
     // Finished (trace saved, recorder gone) before the last event goes out: a client that
     // starts the next run on "done" or "error" must not be told this one is still busy.
     run.finished = true;

@@ -1,7 +1,8 @@
 // Live runs (minfer-viz --model M.gguf, repeatable): the page starts a generation, the server
 // runs the engine in-process — one run at a time — records a trace into the first traces
-// directory and streams what happens to the page as Server-Sent Events. Built on the engine's
-// Observer interface and generate() only. Protocol: docs/live-runs.md.
+// directory and streams what happens to the page as Server-Sent Events. Built on generate() and
+// the programs' TraceSession (recorder/programs/cli/trace_session.h: the trace is recorded as
+// minfer records one), whose observer it tees to the event stream. Protocol: docs/live-runs.md.
 //   GET  /api/run/models            {"enabled", "models": [...], "busy": bool, "run": id|null}
 //   POST /api/run                   start (JSON body; 400 bad request, 409 busy) → 202 {"id", "trace"}
 //   GET  /api/run/events[?id=N]     text/event-stream of run N (default: the latest), replayed

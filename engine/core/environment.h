@@ -1,5 +1,5 @@
-// The process environment, read in one place. A program's main (engine/tools, the minfer CLI in
-// engine/cli, recorder/minfer_trace.cpp, viz-server/main.cpp) takes one copy with
+// The process environment, read in one place. A program's main (recorder/programs/*, the minfer
+// CLI in recorder/programs/cli, viz-server/main.cpp) takes one copy with
 // process_environment() and turns it into options objects (EngineOptions, trace::RecorderOptions,
 // the trace readers' cap, the digest cache) that it passes down; the libraries below read no
 // environment (the no_env_reads test checks their sources). Tests build an Environment by hand

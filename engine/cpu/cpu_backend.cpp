@@ -8,7 +8,7 @@
 #include "core/membw.h"
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
-#include "cpu/summarize.h"
+#include "probes/summarize.h"
 #include "quant/quant.h"
 
 namespace minfer {

@@ -1,4 +1,4 @@
-// argmax over one row of logits (the greedy token; the trace's top-k: logits_summary.cu).
+// argmax over one row of logits (the greedy token; the trace's top-k: probes/cuda/logits_summary.cu).
 //
 // argmax: two stages in one launch. Stage 1: CTA b (256 threads) scans tiles b, b + grid, ... of
 // kArgmaxTile = 1024 elements; in a tile thread t loads float4 t (kArgmaxVecs = 1 float4 per

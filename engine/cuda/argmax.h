@@ -1,6 +1,6 @@
 // The argmax of one row of n f32 logits on the device (greedy decoding). No CPU twin in ops.h
 // (the sampler picks on the host); the test carries the obvious host reference. Graph-capturable.
-// The trace's top-k is the logits summary's (logits_summary.h).
+// The trace's top-k is the logits summary's (engine/probes/cuda/logits_summary.h).
 #pragma once
 #include <cuda_runtime.h>
 

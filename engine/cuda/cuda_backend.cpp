@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "cpu/summarize.h"
+#include "probes/summarize.h"
 #include "cuda/argmax.h"
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
@@ -23,10 +23,10 @@
 #include "cuda/elementwise.h"
 #include "cuda/get_rows.h"
 #include "cuda/head_rms_norm.h"
-#include "cuda/kernel_profiler.h"
+#include "probes/cuda/kernel_profiler.h"
 #include "cuda/kv_cache.h"
 #include "cuda/launch_settings.h"
-#include "cuda/logits_summary.h"
+#include "probes/cuda/logits_summary.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
@@ -37,8 +37,8 @@
 #include "cuda/rope.h"
 #include "cuda/rope_kv.h"
 #include "cuda/step_fusion.h"
-#include "cuda/summarize.h"
-#include "cuda/tensor_compare.h"
+#include "probes/cuda/summarize.h"
+#include "probes/cuda/tensor_compare.h"
 #include "exec/buffer_plan.h"
 
 namespace minfer {

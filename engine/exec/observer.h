@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "exec/logits_summary.h"
-#include "exec/tensor_compare.h"
 #include "graph/graph.h"
+#include "probes/logits_summary.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer {
 
@@ -52,7 +52,7 @@ class NodeOutput {
   virtual TensorSummary summarize(const SummarySpec& spec) const = 0;
   // Host copy of the whole tensor (rows*cols floats); may be slow for device tensors.
   virtual std::vector<float> to_host() const = 0;
-  // Paired traces (exec/tensor_compare.h): this tensor against a reference of the same size,
+  // Paired traces (probes/tensor_compare.h): this tensor against a reference of the same size,
   // its largest |x| (with the reference's values there when ref is given), and the 8-bit block
   // scales of this tensor as a matmul's activation (cols: the row width). The defaults copy to
   // host and run the host loops; a device backend overrides them to compute in place.
@@ -77,7 +77,7 @@ struct StepRecording {
   SummarySpec spec;
   bool kernels = false;    // per-kernel GPU records (CUPTI) on this step
   int outliers = 0;        // largest-|x| elements per node (NodeOutput::outliers) it will ask for
-  int logits_top_k = 0;    // > 0: the logits summary (exec/logits_summary.h) with this many top
+  int logits_top_k = 0;    // > 0: the logits summary (probes/logits_summary.h) with this many top
                            // entries; a backend that computes it in the step hands it over in
                            // StepLogits::summary instead of the logits row
   bool step_by_step = false;  // the step is safe with the observer (flush) before the next is

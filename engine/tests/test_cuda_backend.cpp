@@ -4,9 +4,9 @@
 // for the other families' tiny presets (qwen3-tiny: QK-norm, attention width != n_embd, no
 // biases; llama-tiny: normal-layout RoPE with rope_freqs divisors, no biases), both paths, with
 // CUDA graphs and fusion as a run has them (default).
-// Also: a decode step replayed as a CUDA graph equals the eager run bit for bit, the fused
-// one-row kernels equal the unfused ones, and asking for the cuda backend without a usable GPU
-// is a clear error (that part runs in CI too).
+// Also: a decode step replayed as a CUDA graph equals the eager run bit for bit, and the fused
+// one-row kernels equal the unfused ones. The programs' choice of a backend (--backend, with the
+// program's CudaOptions) is tested with it: recorder/programs/tests/test_cuda_backend_choice.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,11 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/backend_choice.h"
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/pdl.h"
 #include "cuda_test_util.h"
 #include "exec/executor.h"
 #include "graph/build_graph.h"
@@ -142,49 +140,6 @@ const Case kFamilyCases[] = {
 };
 
 }  // namespace
-
-TEST(CudaBackend, ErrorWithoutUsableGpu) {
-  std::string why;
-  if (cuda::device_usable(&why)) GTEST_SKIP() << "SKIPPED: a usable GPU is present (this test is for machines without one)";
-  auto path = minfer::testing::generated_model("cuda-err-q8_0", "tiny", GenWeights::Q8_0);
-  MINFER_REQUIRE_MODEL(path);
-  auto m = Model::load(path);
-  try {
-    make_backend("cuda", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
-    FAIL() << "--backend cuda without a GPU must fail";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--backend cuda"), std::string::npos) << e.what();
-  }
-  auto b = make_backend("auto", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
-  EXPECT_EQ(b->name(), "cpu");
-}
-
-// The program's CudaOptions (EngineOptions::cuda, read from the environment by the main) reach
-// the backend through make_backend: no variable is read below the main. The process-wide
-// switches (PDL, launch sync, wait bound) are set from them when the backend is built.
-TEST(CudaBackend, OptionsReachTheBackend) {
-  MINFER_REQUIRE_GPU();
-  auto path = minfer::testing::generated_model("cuda-err-q8_0", "tiny", GenWeights::Q8_0);
-  MINFER_REQUIRE_MODEL(path);
-  auto m = Model::load(path);
-  CudaOptions off;
-  off.step_graphs = false;  // MINFER_NO_CUDA_GRAPH=1
-  off.chain = false;        // MINFER_CUDA_CHAIN=0
-  off.cupti = false;        // MINFER_NO_CUPTI=1
-  off.pdl = false;          // MINFER_PDL=0
-  {
-    auto b = make_backend("cuda", *m, MatmulPath::MMQ, off, nullptr, true);
-    EXPECT_FALSE(b->step_graphs());
-    EXPECT_FALSE(b->chains_greedy_token());
-    EXPECT_EQ(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
-    EXPECT_FALSE(cuda::pdl_enabled());
-  }
-  auto b = make_backend("cuda", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
-  EXPECT_TRUE(b->step_graphs());
-  EXPECT_TRUE(b->chains_greedy_token());
-  EXPECT_TRUE(cuda::pdl_enabled());
-  EXPECT_NE(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
-}
 
 class CudaVsCpu : public ::testing::TestWithParam<Case> {};
 

@@ -1,4 +1,4 @@
-// The device logits summary (engine/cuda/logits_summary.cu) against summarize_logits (the host
+// The device logits summary (engine/probes/cuda/logits_summary.cu) against summarize_logits (the host
 // rule) on the same rows: random logits of vocabulary size and odd sizes, planted NaN and ±Inf,
 // ties across tile boundaries, -0 against +0, a row with fewer finite logits than k, an all-NaN
 // row, and chosen tokens at the top, in the middle and on a tie; then rows aimed at the selection
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/logits_summary.h"
-#include "exec/logits_summary.h"
 #include "cuda_test_util.h"
+#include "probes/cuda/logits_summary.h"
+#include "probes/logits_summary.h"
 
 using namespace minfer;
 using minfer::testing::random_floats;

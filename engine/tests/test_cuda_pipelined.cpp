@@ -17,12 +17,12 @@
 #include <cstdlib>
 #include <vector>
 
-#include "cuda/cuda_backend.h"
 #include "core/error.h"
+#include "cuda/cuda_backend.h"
 #include "cuda_test_util.h"
 #include "exec/generate.h"
-#include "exec/logits_summary.h"
 #include "graph/build_graph.h"
+#include "probes/logits_summary.h"
 #include "test_models.h"
 #include "tiny_run.h"
 

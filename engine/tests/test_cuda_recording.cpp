@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "cpu/summarize.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_profiler.h"
 #include "cuda_test_util.h"
 #include "exec/executor.h"
 #include "graph/build_graph.h"
+#include "probes/cuda/kernel_profiler.h"
+#include "probes/summarize.h"
 #include "test_models.h"
 #include "tiny_run.h"
 

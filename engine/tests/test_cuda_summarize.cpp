@@ -1,4 +1,4 @@
-// Device node summaries (engine/cuda/summarize.cu) against summarize_host on the same tensors,
+// Device node summaries (engine/probes/cuda/summarize.cu) against summarize_host on the same tensors,
 // all summarised in ONE batch (as a traced step does): random values with planted outliers,
 // NaN, +Inf and -Inf, a constant tensor (hi == lo), an all-NaN tensor, a 1 x 151936 logits row
 // (many chunks), a prefill-shaped 17 x 4864 tensor, both sides of the one-CTA limit (8192
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cpu/summarize.h"
-#include "cuda/summarize.h"
-#include "exec/tensor_compare.h"
 #include "cuda_test_util.h"
+#include "probes/cuda/summarize.h"
+#include "probes/summarize.h"
+#include "probes/tensor_compare.h"
 
 using namespace minfer;
 using minfer::testing::random_floats;

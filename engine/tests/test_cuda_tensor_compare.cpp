@@ -1,4 +1,4 @@
-// The paired trace's full-tensor metrics on the device (engine/cuda/tensor_compare.cu) against
+// The paired trace's full-tensor metrics on the device (engine/probes/cuda/tensor_compare.cu) against
 // compare_host on the same tensors: random pairs at the int8-rounding level of difference, with a
 // planted large error, ties of the largest |a - b| across CTAs (the lower index wins), NaN and
 // Inf on one or both sides, a zero reference, identical tensors, a 1 x 151936 logits row (more
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/tensor_compare.h"
 #include "cuda_test_util.h"
-#include "exec/tensor_compare.h"
+#include "probes/cuda/tensor_compare.h"
+#include "probes/tensor_compare.h"
 
 using namespace minfer;
 using minfer::testing::random_floats;

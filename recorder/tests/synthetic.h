@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cpu/summarize.h"
 #include "exec/observer.h"
 #include "graph/graph.h"
+#include "probes/summarize.h"
 
 namespace minfer::synth {
 

@@ -1,4 +1,4 @@
-// The paired-trace metrics (engine/exec/tensor_compare.h, recorder/logits_compare.h) against
+// The paired-trace metrics (engine/probes/tensor_compare.h, recorder/logits_compare.h) against
 // plain recomputations written here, in long double, on random tensors with planted outliers
 // and an int8-like error (values rounded to 32-element blocks of amax/127, as MMQ rounds its
 // activations): cosine, SQNR, max |a-b| and its place, relative L2, the count beyond the
@@ -13,8 +13,8 @@
 
 #include "core/error.h"
 #include "exec/observer.h"
-#include "exec/tensor_compare.h"
 #include "logits_compare.h"
+#include "probes/tensor_compare.h"
 #include "synthetic.h"
 
 using namespace minfer;

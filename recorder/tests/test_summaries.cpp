@@ -13,10 +13,10 @@
 
 #include "core/environment.h"
 #include "core/error.h"
-#include "cpu/summarize.h"
 #include "json_out.h"
 #include "json_schema.h"
-#include "exec/logits_summary.h"
+#include "probes/logits_summary.h"
+#include "probes/summarize.h"
 #include "recorder_options.h"
 #include "selection.h"
 #include "sha256.h"

@@ -137,7 +137,7 @@ TEST_F(VizLiveContract, NodeEventsAreTheTraceFilesNodeRecords) {
 }
 
 // Every token event is the trace's logits of the step: the chosen token, its probability and the
-// first entries of the top-k, as the one softmax/top-k rule (exec/logits_summary.h) gives them.
+// first entries of the top-k, as the one softmax/top-k rule (probes/logits_summary.h) gives them.
 TEST_F(VizLiveContract, TokenEventsAreTheTraceFilesLogits) {
   std::string stream;
   const json t = live_trace(&stream);

@@ -1,7 +1,7 @@
 // Node summaries computed on the device: the statistics, value grid and histogram of
-// cpu/summarize.h (summarize_host is the CPU twin and defines every rule), the largest |x|
+// probes/summarize.h (summarize_host is the CPU twin and defines every rule), the largest |x|
 // (outliers_host) and, for a matmul's activation, the 8-bit block scales (block_scales_host;
-// both in exec/tensor_compare.h), for a list of tensors (or a range of it) at once, in one kernel
+// both in probes/tensor_compare.h), for a list of tensors (or a range of it) at once, in one kernel
 // for the small tensors and four for the large, whatever their number, so a traced decode step
 // stays one CUDA graph. Results land in one device record buffer that the caller copies to pinned host
 // memory (copy_to_host), one slot per step parity, so reading step N never blocks step N+1.
@@ -14,7 +14,7 @@
 
 #include "cuda/device_buffer.h"
 #include "exec/observer.h"
-#include "exec/tensor_compare.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer::cuda {
 

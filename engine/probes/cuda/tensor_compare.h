@@ -1,5 +1,5 @@
 // A paired trace's full-tensor metrics on the device: a tensor against its reference
-// (compare_host in exec/tensor_compare.h is the CPU twin and defines every rule; both finish with
+// (compare_host in probes/tensor_compare.h is the CPU twin and defines every rule; both finish with
 // compare_from_sums), and the reference's values at a few indices (the outliers' `ref_value`).
 // The tensors never leave the device: a comparison brings back one CompareSums (64 bytes).
 // Test: engine/tests/test_cuda_tensor_compare.cpp.
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.h"
-#include "exec/tensor_compare.h"
+#include "probes/tensor_compare.h"
 
 namespace minfer::cuda {
 

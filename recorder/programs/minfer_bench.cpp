@@ -19,16 +19,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/backend_choice.h"
+#include "cli/trace_session.h"
+#include "core/build_stamp.h"
 #include "core/engine_options.h"
 #include "core/environment.h"
 #include "core/error.h"
-#include "core/build_stamp.h"
 #include "core/parse_number.h"
 #include "core/thread_pool.h"
-#include "cli/backend_choice.h"
-#include "cli/cli_trace.h"
 #include "exec/generate.h"
-#include "exec/kernel_families.h"
+#include "kernel_families.h"
 #include "model/model.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
@@ -101,7 +101,7 @@ class KernelProbe final : public minfer::Observer {
 
 // One decode step's kernels, by family.
 struct KernelBreakdown {
-  minfer::KernelFamilies families;
+  minfer::trace::KernelFamilies families;
   minfer::StepGpuTime time;
   std::string unavailable;  // "" when families holds the step's records
 };
@@ -127,7 +127,7 @@ KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, 
   o.graph_fusion = graph_fusion;
   minfer::generate(m, b, nullptr, prompt, o, &probe);
   k.time = probe.time;
-  k.families = minfer::kernel_families(k.time.kernels);
+  k.families = minfer::trace::kernel_families(k.time.kernels);
   if (k.time.kernels.empty())
     k.unavailable = k.time.note.empty() ? "no kernel records came back for the profiled step" : k.time.note;
   return k;
@@ -155,7 +155,7 @@ void print_kernel_families(const KernelBreakdown& k) {
     std::printf("kernel families: unavailable (%s)\n", k.unavailable.c_str());
     return;
   }
-  const minfer::KernelFamilies& f = k.families;
+  const minfer::trace::KernelFamilies& f = k.families;
   std::printf("kernel families of one decode step: %d launches, %.1f us summed, %.1f us GPU span "
               "(CUPTI durations: under PDL they include the wait for the previous kernel)\n",
               f.launches, f.sum_us, f.span_us);

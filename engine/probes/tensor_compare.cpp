@@ -1,4 +1,4 @@
-#include "exec/tensor_compare.h"
+#include "probes/tensor_compare.h"
 
 #include "core/top_k.h"
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "core/thread_pool.h"
-#include "exec/tensor_compare.h"
 #include "graph/build_graph.h"
+#include "probes/tensor_compare.h"
 #include "sha256.h"
 
 namespace minfer {

@@ -57,8 +57,8 @@
 #include "cuda/mmvq_fused.h"
 #include "cuda/mmvq_stream.h"
 #include "tests/quant_test_data.h"
-#include "tools/kernel_bench_check.h"
-#include "tools/kernel_bench_timing.h"
+#include "kernel_bench_check.h"
+#include "kernel_bench_timing.h"
 
 using namespace minfer;
 using namespace minfer::kbench;

@@ -1,29 +1,27 @@
 #include "cli/run_cli.h"
 
-#include "core/build_stamp.h"
-
-#include "recorder_options.h"
-
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/backend_choice.h"
 #include "cli/cli_args.h"
-#include "cli/cli_trace.h"
 #include "cli/tokens_from.h"
+#include "cli/trace_session.h"
+#include "core/build_stamp.h"
 #include "core/engine_options.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "exec/generate.h"
 #include "graph/build_graph.h"
+#include "graph_json.h"
 #include "model/model.h"
-#include "recorder_options.h"
 #include "output_file.h"
+#include "recorder_options.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
 #include "trace_input.h"
@@ -50,6 +48,9 @@ int run_tokenize(const CliOptions& o) {
   trace::finish_stdout();  // ids lost to a full disk or closed pipe are an error, not exit 0
   return 0;
 }
+
+// JSON of a graph with the fields of --dump-graph (those of the trace's graphs).
+std::string graph_json_text(const Graph& g) { return trace::graph_to_json(g).dump(1) + "\n"; }
 
 // Never renames over a device (--dump-graph /dev/null); every write is checked.
 void write_text_file(const std::string& path, const std::string& text) { trace::write_output_file(path, text); }

@@ -1,10 +1,10 @@
-// Kernel families (exec/kernel_families.h): names as CUPTI's demangled records carry them, and
+// Kernel families (recorder/kernel_families.h): names as CUPTI's demangled records carry them, and
 // the per-family sums minfer-bench reports.
 #include <gtest/gtest.h>
 
-#include "exec/kernel_families.h"
+#include "kernel_families.h"
 
-using minfer::kernel_family;
+using minfer::trace::kernel_family;
 
 TEST(KernelFamilies, BaseNameWithoutNamespacesTemplatesOrParameters) {
   EXPECT_EQ(kernel_family("void minfer::cuda::(anonymous namespace)::mmvq_fused_kernel<1, 1>("
@@ -40,7 +40,7 @@ TEST(KernelFamilies, GroupsSumsAndSortsByTime) {
       rec("void a::mmvq_kernel<(minfer::WeightType)8, 4>(Args)", 8500, 7000),
       rec("void a::rms_norm_kernel<false>(float const*)", 16000, 1000),
   };
-  const minfer::KernelFamilies f = minfer::kernel_families(ks);
+  const minfer::trace::KernelFamilies f = minfer::trace::kernel_families(ks);
   EXPECT_EQ(f.launches, 4);
   EXPECT_DOUBLE_EQ(f.sum_us, 15.0);
   EXPECT_DOUBLE_EQ(f.span_us, 16.0);  // 1 µs to 17 µs
@@ -51,5 +51,5 @@ TEST(KernelFamilies, GroupsSumsAndSortsByTime) {
   EXPECT_EQ(f.families[1].name, "rms_norm_kernel");
   EXPECT_EQ(f.families[1].launches, 2);
   EXPECT_DOUBLE_EQ(f.families[1].total_us, 3.0);
-  EXPECT_TRUE(minfer::kernel_families({}).families.empty());
+  EXPECT_TRUE(minfer::trace::kernel_families({}).families.empty());
 }

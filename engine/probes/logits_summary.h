@@ -1,6 +1,6 @@
 // What a trace keeps of one step's logits: the top-k tokens with their probabilities, the
 // entropy of the whole distribution, and where the chosen token ranks. summarize_logits is the
-// rule; the CUDA backend computes the same summary on the device (cuda/logits_summary.cu), so a
+// rule; the CUDA backend computes the same summary on the device (probes/cuda/logits_summary.cu), so a
 // greedy traced run never copies the logits row to the host.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "cpu/summarize.h"
+#include "probes/summarize.h"
 
 #include <algorithm>
 #include <cmath>

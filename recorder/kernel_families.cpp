@@ -1,9 +1,9 @@
-#include "exec/kernel_families.h"
+#include "kernel_families.h"
 
 #include <algorithm>
 #include <map>
 
-namespace minfer {
+namespace minfer::trace {
 
 std::string kernel_family(const std::string& demangled) {
   // The anonymous namespace's own parentheses would end the name at the first '('.
@@ -40,4 +40,4 @@ KernelFamilies kernel_families(const std::vector<KernelRecord>& kernels) {
   return r;
 }
 
-}  // namespace minfer
+}  // namespace minfer::trace

@@ -1,5 +1,6 @@
 // The trace's `meta` of a run (docs/trace-format.md, "meta"): the one builder of it, used by every
-// program that records (minfer and minfer-bench through TraceSession, minfer-viz's live runs), so
+// program that records (minfer and minfer-bench in TraceSession::start, minfer-viz's live runs
+// before they start their TraceSession, cli/trace_session.h), so
 // two traces of the same model and settings carry the same fields whoever recorded them. The
 // recorder adds `options`, `recorded_at`, `minfer_version` and `commit` (recorder.h); a live run
 // adds its mark, `live_run`.

@@ -1,4 +1,4 @@
-// A step's logits summary (exec/logits_summary.h: top-k, entropy, the chosen token's rank and
+// A step's logits summary (probes/logits_summary.h: top-k, entropy, the chosen token's rank and
 // probability) computed on the device, so a traced greedy run copies a few hundred bytes per
 // step instead of the 600 KB logits row. summarize_logits is the host twin and defines every
 // rule; the test compares the two on random rows with NaN/Inf, ties and -0 planted.
@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "cuda/device_buffer.h"
-#include "exec/logits_summary.h"
+#include "probes/logits_summary.h"
 
 namespace minfer::cuda {
 

@@ -1,4 +1,4 @@
-#include "exec/logits_summary.h"
+#include "probes/logits_summary.h"
 
 #include "core/top_k.h"
 

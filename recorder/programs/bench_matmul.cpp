@@ -6,7 +6,7 @@
 //      + the 151936x896 output projection) against the bandwidth floor;
 //   4. prefill (nt = 64, 512): MMQ vs float path vs a naive dequantize + triple loop.
 // Build (from the repository root, after building minfer_engine in build-X):
-//   g++ -std=c++20 -O2 -march=native -Iengine engine/tools/bench_matmul.cpp
+//   g++ -std=c++20 -O2 -march=native -Iengine recorder/programs/bench_matmul.cpp
 //       build-X/engine/libminfer_engine.a -lpthread -o bench_matmul
 // Run:   MINFER_THREADS=2 ./bench_matmul [--quick | --hot]
 // Wall-time figures need an otherwise idle machine; the per-CPU-second figures are printed

@@ -1,5 +1,5 @@
 // A tensor against its reference on the device; see tensor_compare.h for the kernels' layout.
-#include "cuda/tensor_compare.h"
+#include "probes/cuda/tensor_compare.h"
 
 #include <cub/block/block_reduce.cuh>
 

@@ -1,4 +1,4 @@
-#include "cuda/kernel_profiler.h"
+#include "probes/cuda/kernel_profiler.h"
 
 #include <cupti.h>
 #include <cxxabi.h>

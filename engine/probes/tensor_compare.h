@@ -2,7 +2,7 @@
 // `cmp`, `outliers`, `act_scales`): a tensor against its reference, the largest |x|, and the
 // block scales an 8-bit activation quantization uses. Plain host loops in double; NodeOutput's
 // default methods run them on to_host() copies, a device backend computes them in place (cuda:
-// engine/cuda/tensor_compare.h, engine/cuda/summarize.h).
+// engine/probes/cuda/tensor_compare.h, engine/probes/cuda/summarize.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -36,7 +36,7 @@ TensorCompare compare_host(const float* a, const float* b, int64_t n, const Comp
 
 // What compare_host gathers in one pass before its final formulas (compare_from_sums): the sums
 // in double over the pairs where both are finite, the largest |a - b| and its lowest index, the
-// counts. The device twin (engine/cuda/tensor_compare.h) reduces the same fields in another
+// counts. The device twin (engine/probes/cuda/tensor_compare.h) reduces the same fields in another
 // order and finishes with the same function, so both sides share every rule but the summation
 // order. Plain fields: the struct is also a CUDA reduction's value.
 struct CompareSums {

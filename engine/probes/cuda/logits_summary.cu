@@ -22,7 +22,7 @@
 // it in the other lists, by binary search), and the keys of rank < k are written at their
 // rank. A radix sort of the whole tile costs far more and orders keys nobody reads.
 // Both kernels are launched with PDL (pdl.cuh) and wait first.
-#include "cuda/logits_summary.h"
+#include "probes/cuda/logits_summary.h"
 
 #include <climits>
 #include <cmath>

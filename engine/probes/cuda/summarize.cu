@@ -20,15 +20,15 @@
 // among its elements at or above the smallest of its warps' largest |x| (chunk_topk), which one
 // warp ranks in k rounds of a warp-wide arg-max; finalize1 ranks the chunks' candidates the
 // same way. No sort of the whole tensor, and no per-element top-k upkeep.
-#include "cuda/summarize.h"
+#include "probes/cuda/summarize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "cpu/summarize.h"
 #include "cuda/cuda_check.h"
+#include "probes/summarize.h"
 
 namespace minfer::cuda {
 namespace {
