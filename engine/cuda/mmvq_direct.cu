@@ -58,14 +58,25 @@ template <> struct Unit<WeightType::Q8_0> {
   static constexpr int kBlocks = 4, kBlockBytes = 34, kLoads = 17, kOffset = 0;
   using Load = uint2;
 };
-static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34);
+// Q4_K: a unit is one 256-element super-block (144 bytes: d, dmin, 12 bytes of 6-bit scales and
+// mins, 128 bytes of codes), every field 4-byte aligned within it; kBlocks counts its 32-element
+// sub-blocks (one Q8_1 block each).
+template <> struct Unit<WeightType::Q4_K> {
+  static constexpr int kBlocks = 8, kBlockBytes = 18, kLoads = 9;  // kBlockBytes: 144 / 8
+  using Load = uint4;
+};
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144);
 static_assert(8 * 18 == 9 * sizeof(uint4) && 4 * 34 == 17 * sizeof(uint2));
+static_assert(offsetof(BlockQ4_K, scales) == 4 && offsetof(BlockQ4_K, qs) == 16);
 template <WeightType T> constexpr int kUnitBytes = Unit<T>::kBlocks * Unit<T>::kBlockBytes;
 template <WeightType T> constexpr int kUnitWords32 = kUnitBytes<T> / 4;
 
 struct ActBlock {
-  float d;   // d_a
-  int sum;   // sum of the block's 32 codes
+  float d;  // d_a
+  union {
+    int sum;  // Q4_0: the sum of the block's 32 codes (exact)
+    float s;  // Q4_K: the Q8_1 block's stored s = d_a * sum (f16), for the mins, as mmvq.cu uses it
+  };
 };
 
 // Shared-memory layout after the Q8_1 row: codes [units][kCodeStride] int4, then
@@ -95,10 +106,52 @@ __device__ __forceinline__ void words_at(const uint32_t* u, int (&q)[kN]) {
   }
 }
 
+// The dot of one Q4_K super-block (words u) with unit `unit` of the activation. Sub-block j:
+// value = d sc_j q - dmin m_j (q in 0..15), so its sum over the Q8_1 block (d_a, s_a) is
+//     (d sc_j) d_a isum_j - (dmin m_j) s_a,   isum_j = sum_k q_k a_k  (exact integers),
+// mmvq.cu's group formula (quant_blocks.cuh, AffineKCodes) for a whole sub-block. The 64
+// elements of pair c: bytes 32c.. of the codes, low nibbles sub-block 2c, high ones 2c + 1.
+// Scales (get_scale_min_k4): bytes 0-3 hold sc_0..3 (low 6 bits), 4-7 m_0..3, 8-11 the low 4
+// bits of sc_4..7 and m_4..7 (low / high nibble), whose top 2 bits are the top bits of bytes 0-7.
+__device__ __forceinline__ float dot_unit_q4_k(const uint32_t* u, const Smem& sm, int unit, float acc) {
+  constexpr int kStride = kCodeStride<WeightType::Q4_K>;
+  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(u[0] & 0xFFFFu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(u[0] >> 16)));
+  const uint32_t sc_lo = u[1] & 0x3F3F3F3Fu, m_lo = u[2] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (u[3] & 0x0F0F0F0Fu) | ((u[1] >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((u[3] >> 4) & 0x0F0F0F0Fu) | ((u[2] >> 2) & 0x30303030u);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const uint32_t* q = u + 4 + 8 * c;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // h = 0: low nibbles, sub-block 2c; 1: high, 2c + 1
+      const int j = 2 * c + h;
+      const int4 a_lo = sm.codes[kStride * unit + 2 * j], a_hi = sm.codes[kStride * unit + 2 * j + 1];
+      const ActBlock ab = sm.act[kActStride<WeightType::Q4_K> * unit + j];
+      const auto nib = [&](int t) { return static_cast<int>((q[t] >> (4 * h)) & 0x0F0F0F0Fu); };
+      int isum = __dp4a(nib(0), a_lo.x, 0);
+      isum = __dp4a(nib(1), a_lo.y, isum);
+      isum = __dp4a(nib(2), a_lo.z, isum);
+      isum = __dp4a(nib(3), a_lo.w, isum);
+      isum = __dp4a(nib(4), a_hi.x, isum);
+      isum = __dp4a(nib(5), a_hi.y, isum);
+      isum = __dp4a(nib(6), a_hi.z, isum);
+      isum = __dp4a(nib(7), a_hi.w, isum);
+      const uint32_t scw = j < 4 ? sc_lo : sc_hi, mw = j < 4 ? m_lo : m_hi;
+      const int sc = static_cast<int>((scw >> (8 * (j % 4))) & 0xFFu), m = static_cast<int>((mw >> (8 * (j % 4))) & 0xFFu);
+      acc = fmaf(d * static_cast<float>(sc) * ab.d, static_cast<float>(isum), acc);
+      acc = fmaf(-(dmin * static_cast<float>(m)), ab.s, acc);
+    }
+  }
+  return acc;
+}
+
 // The dot of one unit (the row's words w) with unit `unit` of the activation.
 template <WeightType T, int J = 0>
 __device__ __forceinline__ float dot_unit(const uint32_t* u, const Smem& sm, int unit, float acc) {
-  if constexpr (J == Unit<T>::kBlocks) {
+  if constexpr (T == WeightType::Q4_K) {
+    return dot_unit_q4_k(u, sm, unit, acc);
+  } else if constexpr (J == Unit<T>::kBlocks) {
     return acc;
   } else {
     // Block J: bytes kBlockBytes*J ..: the f16 scale, then the codes.
@@ -239,11 +292,18 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
       codes[kCodeStride<T> * (b / U::kBlocks) + 2 * (b % U::kBlocks) + i % 2] = make_int4(c[0], c[1], c[2], c[3]);
     }
     for (int b = threadIdx.x; b < nb; b += kThreads) {
-      const int* c = reinterpret_cast<const int*>(xq[b].qs);
-      int sum = 0;
+      ActBlock ab;
+      const float2 ds = qb::q8_1_ds(xq + b);
+      ab.d = ds.x;
+      if constexpr (T == WeightType::Q4_K) {
+        ab.s = ds.y;
+      } else {
+        const int* c = reinterpret_cast<const int*>(xq[b].qs);
+        ab.sum = 0;
 #pragma unroll
-      for (int t = 0; t < 8; ++t) sum = __dp4a(c[t], 0x01010101, sum);
-      act[kActStride<T> * (b / U::kBlocks) + b % U::kBlocks] = ActBlock{qb::q8_1_ds(xq + b).x, sum};
+        for (int t = 0; t < 8; ++t) ab.sum = __dp4a(c[t], 0x01010101, ab.sum);
+      }
+      act[kActStride<T> * (b / U::kBlocks) + b % U::kBlocks] = ab;
     }
     __syncthreads();
   }
@@ -330,6 +390,7 @@ bool direct_usable(WeightType t, int64_t n_in) {
   if (n_in > kMaxStreamInput) return false;
   if (t == WeightType::Q4_0) return n_in % (Unit<WeightType::Q4_0>::kBlocks * QK) == 0;
   if (t == WeightType::Q8_0) return n_in % (Unit<WeightType::Q8_0>::kBlocks * QK) == 0;
+  if (t == WeightType::Q4_K) return n_in % QK_K == 0;
   return false;
 }
 
@@ -343,6 +404,9 @@ void launch_direct(const Args& a, unsigned grid, cudaStream_t s) {
     case WeightType::Q8_0:
       return launch_type<WeightType::Q8_0>(a, grid, s, "mmvq_direct_kernel<Q8_0, q8_1 input>",
                                            "mmvq_direct_kernel<Q8_0, f32 input>");
+    case WeightType::Q4_K:
+      return launch_type<WeightType::Q4_K>(a, grid, s, "mmvq_direct_kernel<Q4_K, q8_1 input>",
+                                           "mmvq_direct_kernel<Q4_K, f32 input>");
     default: fail("mmvq (direct): weight type ", name(a.m[0].type), " has no direct kernel");
   }
 }

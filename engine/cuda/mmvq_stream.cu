@@ -233,7 +233,9 @@ bool direct_enabled() { return direct_flag().load(std::memory_order_relaxed); }
 void set_direct_enabled(bool on) { direct_flag().store(on, std::memory_order_relaxed); }
 
 bool stream_usable(WeightType t, int64_t n_in) {
-  if (!stream_enabled() || chunk_blocks(t) == 0 || n_in < kStreamMinInput || n_in > kMaxStreamInput) return false;
+  if (!stream_enabled() || n_in < kStreamMinInput || n_in > kMaxStreamInput) return false;
+  // Q4_K streams through the direct kernel only (the ring has no reader for 256-element blocks).
+  if (chunk_blocks(t) == 0) return t == WeightType::Q4_K && direct_enabled() && direct_usable(t, n_in);
   const int be = info(t).block_elems;
   return n_in % be == 0 && (n_in / be * info(t).block_bytes) % 4 == 0;
 }
@@ -242,16 +244,28 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
   constexpr const char* who = "mmvq (streaming)";
   if (n_mats < 1 || n_mats > kMaxMats) fail(who, ": ", n_mats, " matrices (1 to ", kMaxMats, ")");
   // A matrix takes the same kernel in any group, so its rows equal mmvq's of it alone bit for bit:
-  // a group that mixes direct-kernel types with ring-kernel ones runs as two launches (each with
-  // the prologue; both write the same x_hat).
-  if (direct_enabled() && n_mats > 1) {
-    StreamMatrix direct[kMaxMats], ring[kMaxMats];
-    int n_direct = 0, n_ring = 0;
-    for (int i = 0; i < n_mats; ++i)
-      (direct_usable(mats[i].type, in.n_in) ? direct[n_direct++] : ring[n_ring++]) = mats[i];
-    if (n_direct > 0 && n_ring > 0) {
-      stream_matvec(in, direct, n_direct, s);
-      stream_matvec(in, ring, n_ring, s);
+  // the direct kernel takes one weight type per launch, so a group that mixes kernels runs as one
+  // launch per direct-kernel type plus one for the ring kernel's types (each with the prologue;
+  // all write the same x_hat).
+  if (n_mats > 1) {
+    const auto kernel_of = [&](WeightType t) {  // the direct kernel of t, or -1: the ring kernel
+      return direct_enabled() && direct_usable(t, in.n_in) ? static_cast<int>(t) : -1;
+    };
+    bool mixed = false;
+    for (int i = 1; i < n_mats; ++i) mixed = mixed || kernel_of(mats[i].type) != kernel_of(mats[0].type);
+    if (mixed) {
+      bool launched[kMaxMats] = {};
+      for (int i = 0; i < n_mats; ++i) {
+        if (launched[i]) continue;
+        StreamMatrix part[kMaxMats];
+        int n_part = 0;
+        for (int j = i; j < n_mats; ++j)
+          if (!launched[j] && kernel_of(mats[j].type) == kernel_of(mats[i].type)) {
+            part[n_part++] = mats[j];
+            launched[j] = true;
+          }
+        stream_matvec(in, part, n_part, s);
+      }
       return;
     }
   }
@@ -275,8 +289,8 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
     m.blocks_per_row = static_cast<int>(in.n_in / be);
     m.block_bytes = static_cast<int>(info(o.type).block_bytes);
     m.row_bytes = static_cast<int64_t>(m.blocks_per_row) * m.block_bytes;
-    m.chunk_blocks = chunk_blocks(o.type);
-    m.chunks_per_row = static_cast<int>(ceil_div(m.blocks_per_row, m.chunk_blocks));
+    m.chunk_blocks = chunk_blocks(o.type);  // 0 for a direct-only type (Q4_K): no ring chunks
+    m.chunks_per_row = m.chunk_blocks ? static_cast<int>(ceil_div(m.blocks_per_row, m.chunk_blocks)) : 0;
     m.copy_bytes = m.row_bytes % 16 == 0 ? 16 : m.row_bytes % 8 == 0 ? 8 : 4;
     m.type = o.type;
     m.bias = o.bias;
@@ -304,6 +318,8 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
   bool direct = direct_enabled();
   for (int i = 0; i < n_mats; ++i) direct = direct && direct_usable(mats[i].type, in.n_in);
   if (direct) return launch_direct(a, grid, s);
+  for (int i = 0; i < n_mats; ++i)
+    if (chunk_blocks(mats[i].type) == 0) fail(who, ": ", name(mats[i].type), " rows stream through the direct kernel only");
   if (in.x_q8_1) launch<false>(a, grid, s, "mmvq_stream_kernel<q8_1 input>");
   else launch<true>(a, grid, s, "mmvq_stream_kernel<f32 input>");
 }

@@ -16,8 +16,9 @@
 namespace minfer::cuda {
 
 // Whether the decode matvecs of a `t` row of n_in elements stream: a 32-element block type
-// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; the K-quants measured no faster streamed, 7B Q4_K_M 283-286
-// against 287 tok/s), rows of at least kStreamMinInput elements (shorter rows are few bytes per
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), or Q4_K in whole super-blocks through the direct kernel alone
+// (the other K-quants measured no faster through the ring, 7B Q4_K_M 283-286 against 287 tok/s),
+// rows of at least kStreamMinInput elements (shorter rows are few bytes per
 // warp: the earlier kernels split them finer) and a multiple of 4 bytes (cp.async copies 4, 8 or
 // 16 bytes), the Q8_1 row within the shared memory budget, and streaming enabled (below). mmvq
 // and the fused launchers decide by this one rule, so a fused output is computed in the same
@@ -35,7 +36,7 @@ void set_stream_enabled(bool on);
 constexpr int64_t kStreamMinModelWidth = 2048;
 
 // Whether a streaming launch of Q4_0 or Q8_0 rows of whole units takes the direct kernel
-// (mmvq_direct.cu) instead of the ring. On by default; CudaBackend turns it off with
+// (mmvq_direct.cu) instead of the ring (Q4_K rows stream only when it is on). On by default; CudaBackend turns it off with
 // MINFER_MMVQ_DIRECT=0, minfer-kernel-bench with --no-direct. Read at launch time, as above.
 bool direct_enabled();
 void set_direct_enabled(bool on);

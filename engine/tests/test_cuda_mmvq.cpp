@@ -8,7 +8,8 @@
 // (short rows, an odd number of 18/22/34-byte blocks, K-quants) take mmvq.cu's kernel, in both CTA
 // shapes. Q4_0 rows of whole 8-block units (n_in a multiple of 256) and Q8_0 rows of whole
 // 4-block units (128) stream through the direct kernel (mmvq_direct.cu) and, checked too, through
-// the ring kernel.
+// the ring kernel; Q4_K rows of >= 2048 elements through the direct kernel and, checked too,
+// mmvq.cu's.
 //   1. Exact reference: float64 from the SAME weight and Q8_1 bytes (quant_test_data.h's
 //      q8_1_reference: dequantize_row of both, with Q8_1's stored f16 s where the kernel uses it
 //      for the weight offset). The kernel's integer dots are exact, so what is left is f32
@@ -60,12 +61,12 @@ TEST_P(CudaMmvq, MatchesReferenceAndCpu) {
   auto dw = to_device(w, "weights");
   auto dxq = to_device(xq, "Q8_1 activations");
   auto dbias = to_device(bias, "bias");
-  // Q4_0 and Q8_0 rows of whole units stream through the direct kernel by default: the ring
-  // kernel is checked on them too.
-  const bool has_direct = t == WeightType::Q4_0 || t == WeightType::Q8_0;
+  // Q4_0, Q8_0 and Q4_K rows of whole units stream through the direct kernel by default: the
+  // kernel they take without it (the ring, or mmvq.cu's for Q4_K) is checked on them too.
+  const bool has_direct = t == WeightType::Q4_0 || t == WeightType::Q8_0 || t == WeightType::Q4_K;
   const std::vector<bool> directs = has_direct ? std::vector<bool>{true, false} : std::vector<bool>{true};
   for (bool direct : directs) for (bool with_bias : {true, false}) {
-    SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + (direct ? "" : ", ring kernel"));
+    SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + (direct ? "" : ", without the direct kernel"));
     cuda::set_direct_enabled(direct);
     const float* b = with_bias ? bias.data() : nullptr;
     auto dy = poisoned(static_cast<size_t>(n_out) * sizeof(float));

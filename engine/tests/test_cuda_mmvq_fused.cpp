@@ -9,6 +9,9 @@
 // (the largest row) and 3584 (Qwen2.5-7B). Rows that stream for mmvq (stream_usable: 32-element
 // blocks, >= 2048 elements, a multiple of 4 bytes) take the streaming kernel (mmvq_stream.cu), the
 // others mmvq_fused.cu's kernels, and a group with both kinds (mixed_stream_and_k) takes both.
+// Q4_K rows stream through the direct kernel, which takes one weight type per launch: a group of
+// several direct types (mixed_direct_types, and Q8_0 + Q4_K in mixed_stream_and_k) splits into
+// one launch per type.
 // For the latter the row counts are chosen so that, on a 132-SM H200, every variant of them that
 // such rows reach runs: partial tiles and tiles that end inside a matrix (131, 7, 33; 1, 2, 3). Inputs have planted outliers (x8 every
 // 997th value); every output is poisoned with NaN first, so an unwritten element fails.
@@ -301,6 +304,7 @@ std::vector<FusedCase> fused_cases() {
   cs.push_back({"mixed_legacy_qkv", 896, {{W::Q5_0, 896}, {W::Q8_0, 128}, {W::Q4_1, 128}}, true, true, false, true});
   cs.push_back({"mixed_k_qkv", 4864, {{W::Q4_K, 131}, {W::Q6_K, 64}, {W::Q5_K, 64}}, true, true, true, true});
   cs.push_back({"mixed_stream_and_k", 4864, {{W::Q8_0, 131}, {W::Q4_K, 64}, {W::Q5_0, 33}}, true, true, true, true});
+  cs.push_back({"mixed_direct_types", 4864, {{W::Q4_0, 7}, {W::Q4_K, 131}, {W::Q8_0, 33}}, true, true, true, true});
   cs.push_back({"mixed_all_legacy", 896, {{W::Q4_0, 33}, {W::Q5_1, 65}, {W::Q8_0, 2200}}, false, true, true, true});
   return cs;
 }
