@@ -264,8 +264,12 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
     lc.advance(k_steps);
   };
 
+  // The first two steps' weights before the wait (weights only: pdl.cuh rule 3), so a warp of a
+  // small matvec (QKV, o: one or two groups of one step each) has all its loads in flight while
+  // the previous kernel drains, not the second one's DRAM round trip after the prologue.
   Words buf0, buf1;
-  load(buf0);  // weights only: before the wait (pdl.cuh rule 3)
+  load(buf0);
+  load(buf1);
   if constexpr (kQuantize) prefetch_prologue_weight(a.p);
 
   pdl_wait();
@@ -325,8 +329,8 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
     batch_g += batch_n;
     batch_n = 0;
   };
-  // The step cursor's step computes from one buffer while the load cursor (one step ahead)
-  // fills the other.
+  // The step cursor's step computes from one buffer while the other's loads (the next step's)
+  // are in flight; a buffer is refilled (two steps ahead) as soon as its step is done.
   Cursor sc{g0, 0};
   const auto step = [&](Words& w) {
     own_unit<T>(stage, hl, w);
@@ -347,11 +351,11 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
     sc.advance(k_steps);
   };
   while (sc.g < g1) {
-    load(buf1);
     step(buf0);
+    load(buf0);
     if (sc.g < g1) {
-      load(buf0);
       step(buf1);
+      load(buf1);
     }
   }
   flush();
