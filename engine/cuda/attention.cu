@@ -6,10 +6,11 @@
 // and two partial results merge exactly: m = max(m_a, m_b), w_x = e^(m_x - m),
 //   l = w_a l_a + w_b l_b,  acc = w_a acc_a + w_b acc_b;  at the end out = acc / l.
 // Prefill: one CTA per (row, head) walks its chunks in order, merging as it goes.
-// Decode: one CTA per (chunk, head) over the reserved context (the live length is read from
-// device memory, so chunks past it exit at once), partials to scratch; the last live CTA of a
-// head to finish (a per-head ticket counter) merges them, so a layer's attention is one launch;
-// with one live chunk (up to 128 keys) its CTA writes the output itself.
+// Decode (head dims other than 64 and 128, or more than 8 query heads per KV head; the others
+// take attention_decode_gqa.cu): one CTA per (chunk, head) over the reserved context (the live
+// length is read from device memory, so chunks past it exit at once), partials to scratch; the
+// last live CTA of a head to finish (a per-head ticket counter) merges them, so a layer's
+// attention is one launch; with one live chunk (up to 128 keys) its CTA writes the output itself.
 //
 // Thread-to-data inside a chunk (128 threads, one CTA):
 //   scores:  thread t owns key t0 + t: a float4 dot product of q (shared memory, broadcast) with
@@ -19,6 +20,7 @@
 //            (g, dim) sums keys g, g + G, ... for its dim (threads of a group read one V row:
 //            coalesced), then the G partials are added per dim through shared memory.
 #include "cuda/attention.h"
+#include "cuda/attention_decode_gqa.h"
 
 #include <cmath>
 #include <cub/block/block_reduce.cuh>
@@ -314,6 +316,11 @@ void attention_decode(const float* q, const int32_t* pos, const float* k_cache, 
   if (max_ctx <= 0) fail("CUDA kernel attention_decode: max_ctx must be > 0 (got ", max_ctx, ")");
   if (!q || !pos || !k_cache || !v_cache || !out || !scratch || !tickets)
     fail("CUDA kernel attention_decode: null pointer");
+  // Head dims 64 and 128 with up to 8 query heads per KV head (Qwen2, Qwen3, Llama 3): one CTA per
+  // KV head computes its whole group (attention_decode_gqa.cu). Other shapes: the kernel below.
+  if (attention_decode_gqa_usable(q, k_cache, v_cache, out, scratch, n_head, n_head_kv, head_dim))
+    return attention_decode_gqa(q, pos, k_cache, v_cache, out, n_head, n_head_kv, head_dim, max_ctx, scratch, tickets,
+                                softmax_scale(head_dim), s);
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);
   const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
   const dim3 grid(grid_1d(n_chunks, 1, "attention_decode"), static_cast<unsigned>(n_head));  // (chunk, head)

@@ -33,7 +33,8 @@ void attention_prefill_mma(const float* q, const int32_t* pos, const float* k_ca
 // one CUDA graph replayed for every token). Split over the KV length: the grid covers max_ctx
 // (the reserved context) in chunks of attention_decode_chunk() positions; chunks past the live
 // length exit at once; each live chunk leaves its partial (max, sum, acc) in `scratch`, and the
-// last of a head's chunks to finish merges them (one launch). `tickets`: attention_decode_tickets()
+// last of a head's chunks to finish merges them (one launch); at head_dim 64 and 128 with up to 8
+// query heads per KV head, one CTA computes a chunk for a whole group (attention_decode_gqa.h). `tickets`: attention_decode_tickets()
 // counters, zeroed once before the first launch (every launch leaves them zeroed); launches that
 // may overlap need their own. A pos[0] >= max_ctx is clamped to max_ctx - 1; a negative one
 // gives a zero output (no keys), as the CPU twin does.
