@@ -1,6 +1,6 @@
-// The decode attention for grouped queries (attention_decode_gqa.cu): one CTA per (chunk of keys,
-// KV head) computes every query head of the group, so each K and V row of the chunk is read once
-// per KV head instead of once per query head. attention_decode (attention.cu) takes it when
+// The decode attention for grouped queries (attention_decode_gqa.cu): a CTA per (chunk of keys,
+// KV head) computes several query heads of the group (all of them at long contexts), so each K
+// and V row of the chunk is read once per CTA instead of once per query head. attention_decode (attention.cu) takes it when
 // attention_decode_gqa_usable says so, with the same arguments, scratch and tickets (their sizes
 // from attention.h; the scratch layout is each kernel's own). Internal to engine/cuda.
 #pragma once

@@ -7,7 +7,8 @@
 //            and from position 300 in a 1024-row cache; unordered positions with a -1 (no key:
 //            zero output); one channel per head near 30 in q, k and v in some cases (Qwen-like
 //            outliers: peaked softmax, large scores).
-//   decode:  max_ctx 1024, positions 0, 1, 37, 127, 128, 255, 1000, 1023, both GQA ratios; the
+//   decode:  max_ctx 1024, positions 0, 1, 37, 127, 128, 255, 1000, 1023, both GQA ratios (and
+//            max_ctx 16384 up to position 16383 for the grouped-query kernel's slicing); the
 //            same launch replayed at several positions written into the device pos between
 //            replays; and the launch captured once into a CUDA graph and replayed at several
 //            positions. The scratch starts as NaN, so a combine that read a dead chunk would show.
@@ -209,6 +210,22 @@ TEST(CudaAttention, DecodeMatchesCpuAtManyPositions) {
 }
 
 // One launch, replayed with identical arguments: only the device pos changes between replays.
+// Long contexts: the grouped-query kernel (attention_decode_gqa.cu) gives a CTA more of a group's
+// heads the more chunks are live; on a 132-SM H200 these positions take one head per CTA, uneven
+// slices (7 heads as 4 + 3, 3 + 3 + 1) and whole groups, with merges of up to 128 chunks.
+TEST(CudaAttention, DecodeLongContextsSplitTheGroupByLength) {
+  MINFER_REQUIRE_GPU();
+  uint32_t seed = 400;
+  for (const Heads& h : {Heads{14, 2, 64}, Heads{28, 4, 128}}) {
+    Decode d(h, 16384, seed += 10);
+    for (int32_t p : {300, 2000, 5000, 9000, 16383}) {
+      d.set_position(p, nullptr);
+      d.launch(nullptr);
+      d.expect_matches_cpu(p, "long context");
+    }
+  }
+}
+
 TEST(CudaAttention, DecodeSameLaunchFollowsDevicePosition) {
   MINFER_REQUIRE_GPU();
   uint32_t seed = 200;
