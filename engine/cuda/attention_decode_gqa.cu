@@ -24,8 +24,9 @@
 //   P.V:     thread t owns dims [4 (t % Q), +4) (Q = hd / 4 float4 columns) for the keys
 //            t / Q + (128 / Q) i: a warp reads whole V rows (coalesced); the 128 / Q key groups'
 //            sums are added in group order through shared memory.
-//   merge:   (the last CTA of a KV head, over every head of the group) thread t owns float4
-//            column (g, q4) of the group's outputs and walks the live chunks in order.
+//   merge:   (the last CTA of a slice to finish, over the slice's heads: a ticket counter per
+//            slice) thread t owns float4 column (g, q4) of the slice's outputs and walks the
+//            live chunks in order.
 // Scratch: [n_head][n_chunks][hd] accumulators, then [n_head][n_chunks] (m, l) pairs: the size
 // attention_decode_scratch_floats gives (hd + 2 per slot), laid out for float4 / float2 loads.
 #include "cuda/attention_decode_gqa.h"
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(kThreads)
   __threadfence();  // this thread's part of the partial is visible device-wide before the ticket
   __syncthreads();
   if (tid == 0) {
-    sm.last = atomicAdd(&tickets[kvh], 1u) == static_cast<unsigned int>(n_live * n_split - 1);
+    sm.last = atomicAdd(&tickets[hg + z], 1u) == static_cast<unsigned int>(n_live - 1);
     if (sm.last) __threadfence();  // and every other CTA's partial is visible to this one
   }
   __syncthreads();
@@ -252,16 +253,16 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t c = tid; c < n_live; c += kThreads)
 #pragma unroll
     for (int g = 0; g < kMaxG; ++g)
-      if (g < group) mx[g] = fmaxf(mx[g], __ldcg(ml_slots + (hg + g) * n_chunks + c).x);
+      if (g < ng) mx[g] = fmaxf(mx[g], __ldcg(ml_slots + (h0 + g) * n_chunks + c).x);
 #pragma unroll
   for (int g = 0; g < kMaxG; ++g) {
     const float v = warp_max(mx[g]);
     if (lane == 0) sm.red_max[warp][g] = v;
   }
   __syncthreads();
-  for (int o = tid; o < group * kQuads; o += kThreads) {
+  for (int o = tid; o < ng * kQuads; o += kThreads) {
     const int g = o / kQuads, c4 = o % kQuads;
-    const int64_t h = hg + g;
+    const int64_t h = h0 + g;
     float mh = sm.red_max[0][g];
 #pragma unroll
     for (int w = 1; w < kWarps; ++w) mh = fmaxf(mh, sm.red_max[w][g]);
@@ -290,7 +291,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     out4[h * kQuads + c4] = make_float4(a.x / l, a.y / l, a.z / l, a.w / l);
   }
-  if (tid == 0) tickets[kvh] = 0;  // every live CTA of this KV head has taken its ticket
+  if (tid == 0) tickets[hg + z] = 0;  // every live CTA of this slice has taken its ticket
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
