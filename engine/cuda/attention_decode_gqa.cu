@@ -14,8 +14,9 @@
 // each CTA takes ceil(group / split) heads, split = ceil(SMs / (live chunks x KV heads)) capped
 // at the group, so a short context still spreads over the GPU (7B at 576 keys: 5 x 4 x 7 CTAs of
 // one head, as the per-head kernel) and a long one reads each K and V row once or twice (7B at
-// 4096 keys: 33 x 4 CTAs of all 7 heads). Measured on the H200 with whole groups only: 0.5b Q4_0
-// decode at 4096 keys 985 -> 1,180 tok/s, but 7B at 576 keys 463 -> 445 (4 CTAs per chunk).
+// 4096 keys: 33 x 4 CTAs of all 7 heads). A CTA of one head runs the per-head kernel's chunk step
+// (attention_chunk.cuh: its scratch layout and merge), measured faster there than this file's
+// code with one head (7B at 576 keys 463 against 456 tok/s); several heads take the code below.
 //
 // Thread-to-data (128 threads):
 //   scores:  thread t owns key t0 + t: its K row in registers (hd / 4 float4 loads at once), one
@@ -28,13 +29,15 @@
 //            slice) thread t owns float4 column (g, q4) of the slice's outputs and walks the
 //            live chunks in order.
 // Scratch: [n_head][n_chunks][hd] accumulators, then [n_head][n_chunks] (m, l) pairs: the size
-// attention_decode_scratch_floats gives (hd + 2 per slot), laid out for float4 / float2 loads.
+// attention_decode_scratch_floats gives (hd + 2 per slot), laid out for float4 / float2 loads (a
+// launch whose CTAs have one head each uses attention_chunk.cuh's layout and per-head merge).
 #include "cuda/attention_decode_gqa.h"
 
 #include <cmath>
 
 #include "core/error.h"
 #include "cuda/attention.h"
+#include "cuda/attention_chunk.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/pdl.cuh"
@@ -46,6 +49,8 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kChunk = 128;  // keys per CTA (attention_decode_chunk(), checked at launch)
 constexpr int kBatch = 16;   // V rows (P.V) and chunks (merge) loaded per thread at once
+static_assert(kThreads == attention_detail::kThreads && kChunk == attention_detail::kChunk,
+              "one head per CTA runs attention_chunk.cuh's step in the same CTA shape");
 
 template <int kHd, int kMaxG>
 struct Smem {
@@ -123,6 +128,11 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   if (t0 >= n_keys || z >= n_split) return;  // the same decision in every thread of the CTA
+  if (per_cta == 1) {  // one head per CTA (short contexts): the per-head kernel's chunk step
+    attention_detail::decode_head_chunk<kHd>(q, k_cache, v_cache, scratch, tickets, out, h0, group, kHd, kv_cols, n_keys,
+                                             n_chunks, chunk, scale, true);
+    return;
+  }
 
   __shared__ S sm;
   const float4* q4 = reinterpret_cast<const float4*>(q) + static_cast<int64_t>(h0) * kQuads;
