@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "gzip_codec.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 #include "http_util.h"
 #include "path_safety.h"
 #include "request_limits.h"
