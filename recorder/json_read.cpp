@@ -7,7 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace minfer::trace {
 

@@ -11,18 +11,18 @@
 #include <thread>
 #include <vector>
 
-#include "compare_json.h"
+#include "format/compare_json.h"
 #include "core/build_stamp.h"
 #include "core/error.h"
-#include "gpu_time_json.h"
-#include "graph_json.h"
+#include "format/gpu_time_json.h"
+#include "format/graph_json.h"
 #include "journal_thread.h"
 #include "json_out.h"
 #include "logits_compare.h"
 #include "probes/logits_summary.h"
 #include "selection.h"
 #include "step_journal.h"
-#include "step_json.h"
+#include "format/step_json.h"
 #include "step_pipeline.h"
 #include "trace_file.h"
 

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "exclusive_file.h"
 #include "file_io.h"
-#include "step_codec.h"
+#include "format/step_codec.h"
 
 namespace minfer::trace {
 

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "step_json.h"
-#include "step_record.h"
+#include "format/step_json.h"
+#include "format/step_record.h"
 
 namespace minfer::trace {
 

@@ -16,9 +16,9 @@
 #include "exclusive_file.h"
 #include "file_io.h"
 #include "output_file.h"
-#include "step_codec.h"
+#include "format/step_codec.h"
 #include "step_journal.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "json_read.h"
 #include "trace_file.h"
 

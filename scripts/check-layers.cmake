@@ -6,8 +6,8 @@
 #   1. a source of engine/ (its tests too) includes a header that is not the engine's: every
 #      #include "p" must name engine/p (or a file beside the includer, or a generated engine
 #      header, p.in), except the one test-only use below;
-#   2. a source of the recorder's library (recorder/*, not programs/ or tests/) includes the
-#      programs' cli/ or a backend (engine/cpu/, engine/cuda/): the recorder sees the observer
+#   2. a source of the recorder's library (recorder/* and recorder/format/*, not programs/ or
+#      tests/) includes the programs' cli/ or a backend (engine/cpu/, engine/cuda/): the recorder sees the observer
 #      interface, the graph and the probes' result types, never how or where a kernel runs.
 # Comments (from // on) are not code and are not checked.
 cmake_minimum_required(VERSION 3.25)  # if(IN_LIST)
@@ -21,7 +21,8 @@ set(kIncludeRegex "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\"")
 
 file(GLOB_RECURSE engine_files RELATIVE "${ROOT}"
      "${ROOT}/engine/*.cpp" "${ROOT}/engine/*.h" "${ROOT}/engine/*.cu" "${ROOT}/engine/*.cuh")
-file(GLOB recorder_files RELATIVE "${ROOT}" "${ROOT}/recorder/*.cpp" "${ROOT}/recorder/*.h")
+file(GLOB recorder_files RELATIVE "${ROOT}" "${ROOT}/recorder/*.cpp" "${ROOT}/recorder/*.h"
+     "${ROOT}/recorder/format/*.cpp" "${ROOT}/recorder/format/*.h")
 list(SORT engine_files)
 list(SORT recorder_files)
 set(found "")

@@ -1,6 +1,6 @@
 #include "compare_traces.h"
 
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "trace_diff.h"
 
 namespace minfer::viz {

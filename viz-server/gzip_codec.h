@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "gzip_compress.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace minfer::viz {
 

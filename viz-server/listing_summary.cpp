@@ -3,18 +3,21 @@
 #include <set>
 
 #include "core/error.h"
+#include "format/trace_keys.h"
 #include "json_read.h"
 
 using nlohmann::json;
+namespace keys = minfer::trace::keys;
 
 namespace minfer::viz {
 namespace {
 
 // Keys whose values the summary never needs; dropping them keeps memory small.
 bool is_bulky_key(const std::string& key) {
-  static const std::set<std::string> bulky = {"graphs", "graph",  "nodes", "kernels",
-                                              "top",    "logits_top", "values", "grid",
-                                              "hist",   "timings"};
+  static const std::set<std::string> bulky = {
+      keys::document::kGraphs, keys::v1::kPhaseGraph, keys::step::kNodes,     keys::step::kKernels,
+      keys::logits::kTop,      keys::v1::kStepLogitsTop, keys::grid::kValues, keys::node_record::kGrid,
+      keys::node_record::kHist, keys::document::kTimings};
   return bulky.count(key) != 0;
 }
 
@@ -32,49 +35,51 @@ const json& array_at(const json& obj, const char* key, const std::string& what) 
 }
 
 void summarize_v2(const json& doc, const std::string& what, TraceSummary& s) {
-  auto meta_it = doc.find("meta");
+  auto meta_it = doc.find(keys::document::kMeta);
   if (meta_it == doc.end() || !meta_it->is_object())
-    fail(what, ": field 'meta' is missing or not an object");
+    fail(what, ": field '", keys::document::kMeta, "' is missing or not an object");
   const json& meta = *meta_it;
-  const json& model = meta.contains("model") ? meta["model"] : json();
-  s.model = string_at(model, "file");
-  s.model_name = string_at(model, "name");
-  s.architecture = string_at(model, "architecture");
-  s.model_sha256 = string_at(model, "sha256");
-  if (meta.contains("compare")) s.compare_path = string_at(meta["compare"], "path");
-  s.backend = string_at(meta, "backend");
-  s.matmul_path = string_at(meta, "matmul_path");
-  s.device = string_at(meta, "device");
-  s.recorded_at = string_at(meta, "recorded_at");
-  s.prompt = string_at(meta, "prompt");
-  const json& steps = array_at(doc, "steps", what);
+  const json& model = meta.contains(keys::meta::kModel) ? meta[keys::meta::kModel] : json();
+  s.model = string_at(model, keys::model::kFile);
+  s.model_name = string_at(model, keys::model::kName);
+  s.architecture = string_at(model, keys::model::kArchitecture);
+  s.model_sha256 = string_at(model, keys::model::kSha256);
+  if (meta.contains(keys::meta::kCompare))
+    s.compare_path = string_at(meta[keys::meta::kCompare], keys::compare_meta::kPath);
+  s.backend = string_at(meta, keys::meta::kBackend);
+  s.matmul_path = string_at(meta, keys::meta::kMatmulPath);
+  s.device = string_at(meta, keys::meta::kDevice);
+  s.recorded_at = string_at(meta, keys::meta::kRecordedAt);
+  s.prompt = string_at(meta, keys::meta::kPrompt);
+  const json& steps = array_at(doc, keys::document::kSteps, what);
   s.steps = static_cast<int64_t>(steps.size());
   for (const json& step : steps) {
     if (!step.is_object()) fail(what, ": a step is not an object");
-    if (string_at(step, "phase") == "prefill" && step.contains("tokens") &&
-        step["tokens"].is_array())
-      s.prompt_tokens += static_cast<int64_t>(step["tokens"].size());
-    auto logits = step.find("logits");
-    if (logits != step.end() && logits->is_object() && logits->contains("chosen") &&
-        (*logits)["chosen"].is_number_integer() && (*logits)["chosen"].get<int64_t>() >= 0)
+    if (string_at(step, keys::step::kPhase) == keys::kPrefill && step.contains(keys::step::kTokens) &&
+        step[keys::step::kTokens].is_array())
+      s.prompt_tokens += static_cast<int64_t>(step[keys::step::kTokens].size());
+    auto logits = step.find(keys::step::kLogits);
+    if (logits != step.end() && logits->is_object() && logits->contains(keys::logits::kChosen) &&
+        (*logits)[keys::logits::kChosen].is_number_integer() && (*logits)[keys::logits::kChosen].get<int64_t>() >= 0)
       ++s.generated_tokens;
   }
-  auto complete = doc.find("complete");
+  auto complete = doc.find(keys::document::kComplete);
   s.complete = complete != doc.end() && complete->is_boolean() && complete->get<bool>();
 }
 
 // Upstream v1: model and prompt at the top level; a decode step's `token` is its input
 // (the token the step before produced), the prefill's is null.
 void summarize_v1(const json& doc, const std::string& what, TraceSummary& s) {
-  s.model = string_at(doc, "model");
-  s.prompt = string_at(doc, "prompt");
-  s.backend = string_at(doc, "backend");
-  for (const json& phase : array_at(doc, "phases", what)) {
+  s.model = string_at(doc, keys::v1::kModel);
+  s.prompt = string_at(doc, keys::v1::kPrompt);
+  s.backend = string_at(doc, keys::v1::kBackend);
+  for (const json& phase : array_at(doc, keys::v1::kPhases, what)) {
     if (!phase.is_object()) fail(what, ": a phase is not an object");
-    bool prefill = string_at(phase, "kind") == "prefill";
-    for (const json& step : array_at(phase, "steps", what)) {
+    bool prefill = string_at(phase, keys::v1::kPhaseKind) == keys::kPrefill;
+    for (const json& step : array_at(phase, keys::v1::kPhaseSteps, what)) {
       ++s.steps;
-      if (!prefill && step.is_object() && step.contains("token") && step["token"].is_number_integer())
+      if (!prefill && step.is_object() && step.contains(keys::v1::kStepToken) &&
+          step[keys::v1::kStepToken].is_number_integer())
         ++s.generated_tokens;
     }
   }
@@ -109,12 +114,12 @@ namespace {
 
 TraceSummary summarize_doc(const json& doc, const std::string& what) {
   if (!doc.is_object()) fail(what, ": not a JSON object");
-  std::string format = string_at(doc, "format");
-  if (format != "minfer-trace")
-    fail(what, ": field 'format' is '", format, "', expected 'minfer-trace'");
-  auto version = doc.find("version");
+  std::string format = string_at(doc, keys::document::kFormat);
+  if (format != keys::kFormatName)
+    fail(what, ": field '", keys::document::kFormat, "' is '", format, "', expected '", keys::kFormatName, "'");
+  auto version = doc.find(keys::document::kVersion);
   if (version == doc.end() || !version->is_number_integer())
-    fail(what, ": field 'version' is missing or not an integer");
+    fail(what, ": field '", keys::document::kVersion, "' is missing or not an integer");
   const int64_t v = version->get<int64_t>();
   if (v < 1 || v > kHighestTraceVersion)
     fail(what, ": unsupported trace version ", v, " (this server reads versions 1 to ", kHighestTraceVersion, ")");

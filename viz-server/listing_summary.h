@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace minfer::viz {
 

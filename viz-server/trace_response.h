@@ -5,7 +5,7 @@
 
 #include "body_cache.h"
 #include "trace_index.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace minfer::viz {
 

@@ -13,7 +13,8 @@
 
 #include "core/error.h"
 #include "gzip_codec.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
+#include "format/trace_keys.h"
 #include "http_util.h"
 #include "path_safety.h"
 #include "request_limits.h"
@@ -212,10 +213,10 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what, ui
   TraceLayout out;
   bool have_steps = false;
   sc.members([&](std::string_view key) {
-    if (key == "version") {
+    if (key == trace::keys::document::kVersion) {
       auto [b, e] = sc.value();
       out.version = std::atoi(std::string(text.substr(b, e - b)).c_str());
-    } else if (key == "steps") {
+    } else if (key == trace::keys::document::kSteps) {
       have_steps = true;
       sc.expect('[');
       sc.ws();
@@ -228,8 +229,8 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what, ui
         StepRanges r;
         sc.members([&](std::string_view k) {
           auto range = sc.value();
-          if (k == "nodes") r.nodes = range;
-          else if (k == "kernels") r.kernels = range;
+          if (k == trace::keys::step::kNodes) r.nodes = range;
+          else if (k == trace::keys::step::kKernels) r.kernels = range;
         });
         out.steps.push_back(r);
         sc.ws();
@@ -241,7 +242,7 @@ TraceLayout scan_trace_layout(std::string_view text, const std::string& what, ui
       sc.value();
     }
   });
-  if (!have_steps && out.version >= 2) fail(what, ": field 'steps' is missing");
+  if (!have_steps && out.version >= 2) fail(what, ": field '", trace::keys::document::kSteps, "' is missing");
   sc.ws();
   if (sc.i < text.size()) sc.bad(text[sc.i] == '\0' ? "a NUL byte after the trace's JSON object" : "bytes after the trace's JSON object");
   return out;
@@ -270,7 +271,9 @@ std::string slice_step(std::string_view text, const TraceLayout& layout, size_t 
   auto part = [&](std::pair<size_t, size_t> p) {
     return p.second > p.first ? std::string(text.substr(p.first, p.second - p.first)) : std::string("[]");
   };
-  return "{\"step\":" + std::to_string(step) + ",\"nodes\":" + part(r.nodes) + ",\"kernels\":" + part(r.kernels) + "}";
+  auto key = [](const char* k) { return std::string(",\"") + k + "\":"; };
+  return "{\"step\":" + std::to_string(step) + key(trace::keys::step::kNodes) + part(r.nodes) +
+         key(trace::keys::step::kKernels) + part(r.kernels) + "}";
 }
 
 void check_step_limit(const TraceEntry& file, VizContext& ctx) {

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/parse_number.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace fs = std::filesystem;
 

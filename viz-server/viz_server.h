@@ -8,7 +8,7 @@
 
 #include <httplib.h>
 
-#include "trace_input.h"
+#include "format/trace_input.h"
 #include "viz_context.h"
 
 namespace minfer::viz {

@@ -9,20 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "json_out.h"
-#include "json_schema.h"
+#include "format/json_schema.h"
 #include "output_file.h"
 #include "perfetto_export.h"
 #include "step_journal.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_diff.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 #include "trace_recover.h"
-#include "trace_schema.h"
+#include "format/trace_schema.h"
 #include "trace_summary.h"
 
 using nlohmann::json;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "step_codec.h"
+#include "format/step_codec.h"
 #include "step_journal.h"
 
 using namespace minfer;

@@ -9,7 +9,7 @@
 
 #include "recorder.h"
 #include "synthetic.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 namespace minfer::trace::testing {
 

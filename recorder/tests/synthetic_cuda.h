@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph_json.h"
+#include "format/graph_json.h"
 #include "synthetic.h"
 
 namespace minfer::synth {

@@ -11,10 +11,10 @@
 #include "core/error.h"
 #include "recorder.h"
 #include "synthetic.h"
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "trace_diff.h"
 #include "test_tmp.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 using namespace minfer;
 using namespace minfer::trace;

@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_diff.h"
 
 using namespace minfer::trace;

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "core/error.h"
 #include "error_of.h"
 #include "gguf/gguf_reader.h"
@@ -23,8 +23,8 @@
 #include "recorder.h"
 #include "synthetic.h"
 #include "test_tmp.h"
-#include "trace_input.h"
-#include "trace_load.h"
+#include "format/trace_input.h"
+#include "format/trace_load.h"
 
 using namespace minfer;
 using namespace minfer::trace;

@@ -18,14 +18,14 @@
 #include "core/error.h"
 #include "journal_thread.h"
 #include "recorder.h"
-#include "step_codec.h"
+#include "format/step_codec.h"
 #include "step_journal.h"
-#include "step_json.h"
+#include "format/step_json.h"
 #include "synthetic.h"
 #include "test_tmp.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_file.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 #include "trace_recover.h"
 
 using namespace minfer;

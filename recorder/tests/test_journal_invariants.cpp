@@ -16,10 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "gpu_time_json.h"
-#include "step_codec.h"
-#include "step_json.h"
-#include "step_record.h"
+#include "format/gpu_time_json.h"
+#include "format/step_codec.h"
+#include "format/step_json.h"
+#include "format/step_record.h"
 
 using namespace minfer;
 using namespace minfer::trace;

@@ -16,8 +16,8 @@
 #include "core/error.h"
 #include "recorder.h"
 #include "synthetic.h"
-#include "trace_check.h"
-#include "trace_load.h"
+#include "format/trace_check.h"
+#include "format/trace_load.h"
 #include "trace_recover.h"
 
 using namespace minfer::trace;

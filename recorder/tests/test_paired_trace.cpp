@@ -15,14 +15,14 @@
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "exec/generate.h"
-#include "json_schema.h"
+#include "format/json_schema.h"
 #include "model/model.h"
 #include "recorder.h"
 #include "test_tmp.h"
 #include "tests/test_models.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_diff.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 using namespace minfer;
 using namespace minfer::trace;

@@ -12,9 +12,9 @@
 #include "perfetto_export.h"
 #include "recorder.h"
 #include "synthetic.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "test_tmp.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 using namespace minfer;
 using namespace minfer::trace;

@@ -9,7 +9,7 @@
 #include "node_work.h"
 #include "roofline_table.h"
 #include "step_roofline.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 #include "trace_summary.h"
 
 namespace minfer::trace {

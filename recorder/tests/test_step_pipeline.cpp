@@ -23,8 +23,8 @@
 #include "step_pipeline.h"
 #include "synthetic.h"
 #include "test_tmp.h"
-#include "trace_check.h"
-#include "trace_load.h"
+#include "format/trace_check.h"
+#include "format/trace_load.h"
 
 using minfer::trace::StepPipeline;
 

@@ -14,7 +14,7 @@
 #include "core/environment.h"
 #include "core/error.h"
 #include "json_out.h"
-#include "json_schema.h"
+#include "format/json_schema.h"
 #include "probes/logits_summary.h"
 #include "probes/summarize.h"
 #include "recorder_options.h"

@@ -14,12 +14,12 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "core/error.h"
 #include "mutation_base.h"
 #include "perfetto_export.h"
 #include "test_tmp.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_diff.h"
 #include "trace_mutator.h"
 #include "trace_summary.h"

@@ -20,8 +20,8 @@
 #include "recorder.h"
 #include "synthetic.h"
 #include "test_tmp.h"
-#include "trace_check.h"
-#include "trace_load.h"
+#include "format/trace_check.h"
+#include "format/trace_load.h"
 #include "trace_recover.h"
 
 using namespace minfer;

@@ -22,7 +22,7 @@
 
 #include "core/error.h"
 #include "gzip_codec.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 #include "viz_server.h"
 
 namespace minfer::viz::test {

@@ -18,13 +18,13 @@
 #include "core/thread_pool.h"
 #include "exec/generate.h"
 #include "graph/build_graph.h"
-#include "graph_json.h"
+#include "format/graph_json.h"
 #include "model/model.h"
 #include "output_file.h"
 #include "recorder_options.h"
 #include "sha256.h"
 #include "tokenizer/tokenizer.h"
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 namespace minfer {
 namespace {

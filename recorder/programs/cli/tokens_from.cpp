@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 #include "core/error.h"
 
 namespace minfer {

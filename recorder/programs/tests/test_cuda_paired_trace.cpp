@@ -33,9 +33,9 @@
 #include "probes/tensor_compare.h"
 #include "recorder.h"
 #include "test_models.h"
-#include "trace_check.h"
+#include "format/trace_check.h"
 #include "trace_diff.h"
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 using namespace minfer;
 using nlohmann::json;

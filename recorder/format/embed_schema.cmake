@@ -4,7 +4,7 @@ file(READ ${IN} text)
 set(delim "SCHEMA_JSON")
 file(WRITE ${OUT}.tmp
   "// Generated from ${IN}; do not edit.\n"
-  "#include \"trace_schema.h\"\n"
+  "#include \"format/trace_schema.h\"\n"
   "namespace minfer::trace {\n"
   "const char* trace_schema_${NAME}_text() {\n"
   "  return R\"${delim}(${text})${delim}\";\n"

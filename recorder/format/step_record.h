@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "exec/observer.h"
-#include "gpu_time_json.h"
+#include "format/gpu_time_json.h"
 #include "probes/logits_summary.h"
 #include "probes/tensor_compare.h"
 

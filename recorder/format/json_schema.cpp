@@ -1,4 +1,4 @@
-#include "json_schema.h"
+#include "format/json_schema.h"
 
 #include <cmath>
 #include <map>

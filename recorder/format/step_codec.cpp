@@ -1,4 +1,4 @@
-#include "step_codec.h"
+#include "format/step_codec.h"
 
 #include <algorithm>
 #include <cstring>

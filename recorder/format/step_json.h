@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "step_record.h"
+#include "format/step_record.h"
 
 namespace minfer::trace {
 

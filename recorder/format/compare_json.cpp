@@ -1,4 +1,4 @@
-#include "compare_json.h"
+#include "format/compare_json.h"
 
 #include "json_out.h"
 

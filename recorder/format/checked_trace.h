@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 namespace minfer::trace {
 

@@ -1,8 +1,8 @@
-#include "checked_trace.h"
+#include "format/checked_trace.h"
 
 #include "core/error.h"
-#include "trace_check.h"
-#include "trace_schema.h"
+#include "format/trace_check.h"
+#include "format/trace_schema.h"
 
 namespace minfer::trace {
 

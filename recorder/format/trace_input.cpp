@@ -1,4 +1,4 @@
-#include "trace_input.h"
+#include "format/trace_input.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

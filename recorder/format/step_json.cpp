@@ -1,6 +1,6 @@
-#include "step_json.h"
+#include "format/step_json.h"
 
-#include "compare_json.h"
+#include "format/compare_json.h"
 #include "core/error.h"
 #include "json_out.h"
 #include "logits_compare.h"

@@ -1,4 +1,4 @@
-#include "trace_load.h"
+#include "format/trace_load.h"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "step_record.h"
+#include "format/step_record.h"
 
 namespace minfer::trace {
 

@@ -1,4 +1,4 @@
-#include "trace_schema.h"
+#include "format/trace_schema.h"
 
 #include "core/error.h"
 

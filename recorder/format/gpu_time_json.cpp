@@ -1,4 +1,4 @@
-#include "gpu_time_json.h"
+#include "format/gpu_time_json.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "trace_check.h"
+#include "format/trace_check.h"
 
 #include <cmath>
 #include <map>
 
-#include "json_schema.h"
-#include "trace_schema.h"
+#include "format/json_schema.h"
+#include "format/trace_schema.h"
 
 namespace minfer::trace {
 

@@ -1,4 +1,4 @@
-#include "graph_json.h"
+#include "format/graph_json.h"
 
 #include "json_out.h"
 
