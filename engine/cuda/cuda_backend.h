@@ -6,7 +6,8 @@
 // there. CudaOptions::step_graphs = false (MINFER_NO_CUDA_GRAPH=1) runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
 // with MINFER_MMQ=0, weights dequantized once to f16 (the "W16 cache") and cuBLAS tensor cores.
 // Paired traces (--compare-path): node reruns on the other path and the metrics against the
-// reference are computed on the device (rerun_node, DeviceOutput in the .cpp).
+// reference are computed on the device (rerun_node, cuda_node_rerun.cpp; DeviceOutput, cuda_device_output.h).
+// The implementation is split by concern: cuda_backend_impl.h lists the files.
 #pragma once
 #include <memory>
 #include <vector>
