@@ -244,7 +244,7 @@ class LiveRuns {
     settings.backend_records = false;
     settings.digest_cache_dir = digest_cache_dir_;
     json meta = run_meta(*lm.model, *be, settings,
-                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
+                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return read_bandwidth_gbs(*b); }});
     meta["live_run"] = true;
     std::string claim_error;  // the run's first event then says it (as it did when the run claimed its file)
     std::unique_ptr<TraceSession> session = claim_trace(stem, opts, meta, *lm.tok, run->trace_name, claim_error);

@@ -17,7 +17,7 @@
 
 namespace minfer {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public BackendProbes {
  public:
   // Uploads the weights; every weight type is checked against the kernels that will read it
   // (an unsupported one is an Error naming the tensor, never a CPU fallback). options: the
@@ -38,11 +38,15 @@ class CudaBackend final : public Backend {
   int32_t read_greedy_token(const Graph& g, bool previous) override;
   bool chains_greedy_token() const override;
   std::string matmul_kernel(const Node& n) const override;
+  void read_step(bool previous) override;
   MemoryReport memory() const override;
+  // The probes (summaries in the step's CUDA graph, CUPTI, reruns): cuda_recording.cpp,
+  // cuda_node_rerun.cpp.
+  using Backend::probes;
+  BackendProbes& probes() override { return *this; }
   void set_recording(const StepRecording& r, const Observer* o) override;
   StepGpuTime gpu_time() override;
   bool keeps_step_results(const StepRecording& r) const override;
-  void read_step(bool previous) override;
   std::optional<LogitsSummary> read_logits_summary(const Graph& g) override;
   std::string kernel_records_unavailable() const override;
   const char* summaries_computed_on() const override { return "device"; }
@@ -53,7 +57,8 @@ class CudaBackend final : public Backend {
   const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) override;
   bool reruns_nodes() const override { return true; }
   int64_t decode_kernels() const override;
-  double read_bandwidth_gbs() override;
+  // The device memory's streaming read bandwidth (cuda/device_bandwidth.h), GB/s.
+  double read_bandwidth_gbs();
 
  private:
   struct Impl;

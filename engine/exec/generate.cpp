@@ -96,7 +96,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
     l.chosen = chosen;
     std::optional<LogitsSummary> summary;
     if (device_greedy) {
-      summary = b.read_logits_summary(g);
+      summary = b.probes().read_logits_summary(g);
       if (!summary) b.read_logits(g, logits);
     }
     if (summary) {
@@ -172,7 +172,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   //    read, so the device never waits for the host between steps. If N's token ends the
   //    generation, N+1 was speculative: it is dropped, never shown to the observer.
   //  - held: when the backend keeps a step's recorded results in host memory past the next
-  //    launch (Backend::keeps_step_results), step N+1 is launched as soon as N's greedy token is
+  //    launch (BackendProbes::keeps_step_results), step N+1 is launched as soon as N's greedy token is
   //    known and N goes to the observer while N+1 runs.
   struct Launched {
     StepInfo s;
@@ -187,7 +187,7 @@ GenerateResult generate(const Model& m, Backend& b, const Tokenizer* tok,
   };
   const bool chain = device_greedy && !opt.forced && b.chains_greedy_token();
   // Whether a step recorded so may overlap the next (launched before it reaches the observer).
-  auto may_overlap = [&](const StepRecording& rec) { return b.keeps_step_results(rec) && !rec.step_by_step; };
+  auto may_overlap = [&](const StepRecording& rec) { return b.probes().keeps_step_results(rec) && !rec.step_by_step; };
   // The decode step at `pos` fed `token` (token_on_device: the last launched step's pick, not
   // read yet), with what the observer will read of it.
   auto plan = [&](int32_t token, int pos, int step, bool token_on_device) {

@@ -117,11 +117,11 @@ struct NodeView {
   const NodeOutput* out = nullptr;  // null for nodes without an output (KvStore, fused-away)
   NodeTime time;
   // MatMul/Logits whose kernel quantizes its activation to 8 bits: that input (the source
-  // node's output) and the block size (Backend::activation_block).
+  // node's output) and the block size (BackendProbes::activation_block).
   const NodeOutput* activation = nullptr;
   int activation_block = 0;
   // Paired runs: the reference run's output of the same node, and this node's op rerun with
-  // the reference path on THIS run's inputs (Backend::rerun_node; null when not available).
+  // the reference path on THIS run's inputs (BackendProbes::rerun_node; null when not available).
   const NodeOutput* ref = nullptr;
   const NodeOutput* local_ref = nullptr;
 };
