@@ -72,8 +72,6 @@ class LiveObserver final : public Observer {
     step_ = s.step;
   }
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
-  // Observer requires it; the executor calls on_node_view.
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
   // The recorder gets the whole view (outliers' activation scales, paired comparisons). The page
   // gets the node's record as the trace file writes it (trace::StepFormatter::node_record),
   // statistics only, with its step.

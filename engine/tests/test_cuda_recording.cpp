@@ -50,10 +50,10 @@ struct Probe : Observer {
     r.kernels = kernels;
     return r;
   }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (!out) return;
-    if (record) summaries[static_cast<size_t>(n.id)] = out->summarize(spec);  // first: device
-    tensors[static_cast<size_t>(n.id)] = out->to_host();
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (!v.out) return;
+    if (record) summaries[static_cast<size_t>(n.id)] = v.out->summarize(spec);  // first: device
+    tensors[static_cast<size_t>(n.id)] = v.out->to_host();
   }
   void on_gpu_time(const StepInfo&, const StepGpuTime& t) override { gpu.push_back(t); }
 };

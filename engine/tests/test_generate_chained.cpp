@@ -96,7 +96,7 @@ struct StepCounter : Observer {
   void on_step_begin(const Graph&, const StepInfo& s) override {
     if (s.phase == Phase::Decode) inputs.push_back(s.tokens.at(0));
   }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  void on_node_view(const Node&, const NodeView&) override {}
 };
 
 // Counts ended steps and how many are safe; reads no node outputs. Its writer makes one more
@@ -111,7 +111,7 @@ struct FlushCounter : Observer {
     return r;
   }
   bool wants(const Node&) const override { return false; }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  void on_node_view(const Node&, const NodeView&) override {}
   void on_step_end(const StepInfo&, double) override { ++ended; }
   void flush() override { flushed = ended; }
   bool caught_up() override {

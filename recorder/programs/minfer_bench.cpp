@@ -89,7 +89,7 @@ class KernelProbe final : public minfer::Observer {
     r.kernels = s.phase == minfer::Phase::Decode && s.step == step_;
     return r;
   }
-  void on_node(const minfer::Node&, const minfer::NodeOutput*, const minfer::NodeTime&) override {}
+  void on_node_view(const minfer::Node&, const minfer::NodeView&) override {}
   void on_gpu_time(const minfer::StepInfo& s, const minfer::StepGpuTime& t) override {
     if (s.phase == minfer::Phase::Decode && s.step == step_) time = t;
   }

@@ -46,7 +46,6 @@ struct Capture final : Observer {
   int step = 0;
 
   void on_step_begin(const Graph&, const StepInfo& s) override { step = s.step; }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
   void on_node_view(const Node& n, const NodeView& v) override {
     if (!v.out) return;
     NodeData d;
