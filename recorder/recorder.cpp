@@ -397,10 +397,6 @@ bool Recorder::wants(const Node& n) const {
   return impl_ && impl_->node_filter.matches(n.name);
 }
 
-void Recorder::on_node(const Node& n, const NodeOutput* out, const NodeTime& t) {
-  on_node_view(n, NodeView{out, t});
-}
-
 void Recorder::on_node_view(const Node& n, const NodeView& v) {
   if (impl_ && impl_->step_selected && impl_->node_filter.matches(n.name)) impl_->node(n, v);
 }

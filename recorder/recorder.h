@@ -40,8 +40,6 @@ class Recorder final : public Observer {
   void on_step_begin(const Graph& g, const StepInfo& s) override;
   StepRecording recording(const StepInfo& s) const override;
   bool wants(const Node& n) const override;
-  // Observer requires it; the executor calls on_node_view, which this forwards to.
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override;
   // Paired traces add the reference's summary and the comparison (docs: NodeRecord `cmp`).
   void on_node_view(const Node& n, const NodeView& v) override;
   // With `sampled` and, paired, `ref_logits` and the step's `compare`.

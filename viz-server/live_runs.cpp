@@ -72,8 +72,6 @@ class LiveObserver final : public Observer {
     step_ = s.step;
   }
   bool wants(const Node& n) const override { return rec_->wants(n) || run_.listeners > 0; }
-  // Observer requires it; the executor calls on_node_view.
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) override { on_node_view(n, NodeView{out, t}); }
   // The recorder gets the whole view (outliers' activation scales, paired comparisons). The page
   // gets the node's record as the trace file writes it (trace::StepFormatter::node_record),
   // statistics only, with its step.
@@ -244,7 +242,7 @@ class LiveRuns {
     settings.backend_records = false;
     settings.digest_cache_dir = digest_cache_dir_;
     json meta = run_meta(*lm.model, *be, settings,
-                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return b->read_bandwidth_gbs(); }});
+                         TraceExtras{prompt, nullptr, nullptr, [b = be.get()] { return read_bandwidth_gbs(*b); }});
     meta["live_run"] = true;
     std::string claim_error;  // the run's first event then says it (as it did when the run claimed its file)
     std::unique_ptr<TraceSession> session = claim_trace(stem, opts, meta, *lm.tok, run->trace_name, claim_error);

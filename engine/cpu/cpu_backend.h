@@ -10,7 +10,7 @@
 
 namespace minfer {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public BackendProbes {
  public:
   CpuBackend(const Model& m, MatmulPath path, ThreadPool& pool = ThreadPool::global());
   ~CpuBackend() override;
@@ -23,8 +23,11 @@ class CpuBackend final : public Backend {
   const NodeOutput* output(const Node& n) const override;
   NodeTime node_time(const Node& n) const override;
   void read_logits(const Graph& g, std::vector<float>& out) override;
-  double read_bandwidth_gbs() override;
+  // The host memory's streaming read bandwidth (core/membw.h), GB/s.
+  double read_bandwidth_gbs();
   std::string matmul_kernel(const Node& n) const override;
+  using Backend::probes;
+  BackendProbes& probes() override { return *this; }
   // Any node can be rerun: every node output keeps its own buffer until the next step.
   const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) override;
   bool reruns_nodes() const override { return true; }

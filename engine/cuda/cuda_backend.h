@@ -6,7 +6,8 @@
 // there. CudaOptions::step_graphs = false (MINFER_NO_CUDA_GRAPH=1) runs the same kernels eagerly. Prefill: int8 MMQ (default) or,
 // with MINFER_MMQ=0, weights dequantized once to f16 (the "W16 cache") and cuBLAS tensor cores.
 // Paired traces (--compare-path): node reruns on the other path and the metrics against the
-// reference are computed on the device (rerun_node, DeviceOutput in the .cpp).
+// reference are computed on the device (rerun_node, cuda_node_rerun.cpp; DeviceOutput, cuda_device_output.h).
+// The implementation is split by concern: cuda_backend_impl.h lists the files.
 #pragma once
 #include <memory>
 #include <vector>
@@ -16,7 +17,7 @@
 
 namespace minfer {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public BackendProbes {
  public:
   // Uploads the weights; every weight type is checked against the kernels that will read it
   // (an unsupported one is an Error naming the tensor, never a CPU fallback). options: the
@@ -37,11 +38,15 @@ class CudaBackend final : public Backend {
   int32_t read_greedy_token(const Graph& g, bool previous) override;
   bool chains_greedy_token() const override;
   std::string matmul_kernel(const Node& n) const override;
+  void read_step(bool previous) override;
   MemoryReport memory() const override;
+  // The probes (summaries in the step's CUDA graph, CUPTI, reruns): cuda_recording.cpp,
+  // cuda_node_rerun.cpp.
+  using Backend::probes;
+  BackendProbes& probes() override { return *this; }
   void set_recording(const StepRecording& r, const Observer* o) override;
   StepGpuTime gpu_time() override;
   bool keeps_step_results(const StepRecording& r) const override;
-  void read_step(bool previous) override;
   std::optional<LogitsSummary> read_logits_summary(const Graph& g) override;
   std::string kernel_records_unavailable() const override;
   const char* summaries_computed_on() const override { return "device"; }
@@ -52,7 +57,8 @@ class CudaBackend final : public Backend {
   const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) override;
   bool reruns_nodes() const override { return true; }
   int64_t decode_kernels() const override;
-  double read_bandwidth_gbs() override;
+  // The device memory's streaming read bandwidth (cuda/device_bandwidth.h), GB/s.
+  double read_bandwidth_gbs();
 
  private:
   struct Impl;

@@ -6,6 +6,11 @@
 
 namespace minfer {
 
+BackendProbes& Backend::probes() {
+  static BackendProbes none;  // stateless: every answer is a default
+  return none;
+}
+
 const char* matmul_path_name(MatmulPath p, const std::string& backend) {
   if (p == MatmulPath::MMQ) return "mmq";
   return backend == "cpu" ? "f32" : "f16";

@@ -2,7 +2,10 @@
 // step's tokens), not a node: the CUDA backend replays a decode step as one CUDA graph, with
 // no host round trip between nodes. After the step every node's output stays addressable
 // (output()) until the next step, so observers see all of them.
-// Backends are chosen at start (cpu | cuda) and never fall back silently mid-run.
+// Backends are chosen at start (cpu | cuda) and never fall back silently mid-run. This is the
+// compute; what a backend computes for the recorder (summaries, reruns, kernel records) is its
+// BackendProbes (exec/backend_probes.h), and its memory bandwidth probe is the backend's own
+// (CpuBackend / CudaBackend::read_bandwidth_gbs), asked by the programs.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "core/engine_options.h"
+#include "exec/backend_probes.h"
 #include "exec/observer.h"
 #include "graph/graph.h"
 
@@ -46,44 +50,10 @@ class Backend {
   // The node's host-clock timing in the last step; seconds < 0 when the backend does not time
   // nodes one by one (a step replayed as one CUDA graph: GPU time comes from kernel records).
   virtual NodeTime node_time(const Node& n) const { (void)n; return {}; }
-  // Runs node n of the last step again on this backend's inputs of that step (its sources'
-  // outputs, its KV cache), with the matmul path `path`, into scratch memory: the paired
-  // trace's local error is n's output against this. Valid until the next rerun_node or
-  // run_step; null when the backend cannot rerun nodes (see reruns_nodes) or n has no output.
-  // A backend may return n's own output (output(n)) where the rerun would compute it with the
-  // same kernels (cuda: every node but a quantized matmul of more than one row), so its local
-  // error is exactly 0 without running anything.
-  virtual const NodeOutput* rerun_node(const Graph& g, const Node& n, MatmulPath path) {
-    (void)g; (void)n; (void)path;
-    return nullptr;
-  }
-  virtual bool reruns_nodes() const { return false; }
-  // Block size of the 8-bit quantization a MatMul/Logits node's kernel applies to its activation
-  // input (32 for Q8_0/Q8_1, 256 for Q8_K); 0 when it computes on float activations.
-  virtual int activation_block(const Node& n) const { (void)n; return 0; }
-  // Before every run_step: what the observer `o` will read of the step, so the backend can
-  // compute it on the device inside the step (cuda: summaries in the step's CUDA graph, CUPTI
-  // kernel records); `o->wants(n)` selects the nodes. o = nullptr: nobody records the step (a
-  // backend must not keep using an earlier run's observer, which may be gone). A cpu backend
-  // ignores it.
-  virtual void set_recording(const StepRecording& r, const Observer* o) { (void)r; (void)o; }
-  // The last recorded step's GPU time and kernels (waits for the step); empty on cpu.
-  virtual StepGpuTime gpu_time() { return {}; }
-  // Whether everything an observer recording `r` reads of a step (node summaries, GPU time,
-  // the logits summary) stays readable after the next step is launched: the generation loop
-  // then launches step N+1 before it hands step N to the observer (read_step).
-  virtual bool keeps_step_results(const StepRecording& r) const { (void)r; return false; }
-  // Which launched step output(), gpu_time() and read_logits_summary() refer to: the last one
+  // Which launched step output() and the probes' gpu_time() and read_logits_summary() refer to: the last one
   // (run_step selects it), or after run_step(N+1) step N again (previous; only when
   // keeps_step_results() held for step N's recording).
   virtual void read_step(bool previous) { (void)previous; }
-  // The last step's logits summary, when the backend computed it (set_recording's
-  // logits_top_k; chosen = the greedy token); nullopt otherwise.
-  virtual std::optional<LogitsSummary> read_logits_summary(const Graph& g) { (void)g; return std::nullopt; }
-  // "" when this backend can record per-kernel GPU timings, else why not (no CUPTI, refused).
-  virtual std::string kernel_records_unavailable() const { return "the backend runs no GPU kernels"; }
-  // Where node summaries are computed: "host" (cpu) or "device" (cuda, inside the step).
-  virtual const char* summaries_computed_on() const { return "host"; }
   // Whether read_greedy_token() is available: the argmax of the logits computed in the step.
   virtual bool greedy_on_device() const { return false; }
   // The argmax of the final node's (logits) last row, lowest id on ties as Sampler::pick, of the
@@ -102,8 +72,11 @@ class Backend {
   virtual MemoryReport memory() const { return {}; }
   // Kernels in one decode step (the captured graph's nodes); 0 when not known (cpu, eager).
   virtual int64_t decode_kernels() const { return 0; }
-  // Measured streaming read bandwidth of the memory the weights live in (GB/s): the decode floor.
-  virtual double read_bandwidth_gbs() = 0;
+  // What the backend computes for the recorder beside the step (exec/backend_probes.h): a
+  // backend without probes answers with BackendProbes' defaults (host summaries, no reruns, no
+  // kernel records).
+  virtual BackendProbes& probes();
+  const BackendProbes& probes() const { return const_cast<Backend*>(this)->probes(); }
 };
 
 }  // namespace minfer

@@ -10,12 +10,12 @@ NodeView Executor::view(const Graph& g, const Node& n) {
   if (!n.executed() || !n.has_output) return v;
   v.out = backend_.output(n);
   if ((n.op == Op::MatMul || n.op == Op::Logits) && !n.src.empty()) {
-    v.activation_block = backend_.activation_block(n);
+    v.activation_block = backend_.probes().activation_block(n);
     if (v.activation_block > 0) v.activation = backend_.output(g.node(n.src[0]));
   }
   if (reference_) {
     v.ref = reference_->output(n);
-    v.local_ref = backend_.rerun_node(g, n, reference_->matmul_path());
+    v.local_ref = backend_.probes().rerun_node(g, n, reference_->matmul_path());
   }
   return v;
 }
@@ -45,8 +45,8 @@ StepRecording Executor::reference_recording(const StepRecording& rec) {
 }
 
 void Executor::launch(const Graph& g, const StepInfo& s, const StepRecording& rec) {
-  backend_.set_recording(rec, observer_);
-  if (reference_) reference_->set_recording(reference_recording(rec), observer_);
+  backend_.probes().set_recording(rec, observer_);
+  if (reference_) reference_->probes().set_recording(reference_recording(rec), observer_);
   backend_.run_step(g, s);
   if (reference_) reference_->run_step(g, s);
 }
@@ -58,7 +58,7 @@ void Executor::report_nodes(const Graph& g, const StepInfo& s, const StepRecordi
   if (rec.nodes)
     for (const Node& n : g.nodes)
       if (observer_->wants(n)) observer_->on_node_view(n, view(g, n));
-  if (rec.summaries || rec.kernels) observer_->on_gpu_time(s, gpu ? *gpu : backend_.gpu_time());
+  if (rec.summaries || rec.kernels) observer_->on_gpu_time(s, gpu ? *gpu : backend_.probes().gpu_time());
 }
 
 double Executor::run(const Graph& g, const StepInfo& s) {
@@ -74,10 +74,10 @@ double Executor::run(const Graph& g, const StepInfo& s) {
     // reference's step is launched, so they are the main step's alone (the reference's kernels,
     // and the reruns and comparisons that follow, neither land in its records nor share the GPU
     // with it).
-    backend_.set_recording(rec, observer_);
+    backend_.probes().set_recording(rec, observer_);
     backend_.run_step(g, s);
-    const StepGpuTime gpu = backend_.gpu_time();
-    reference_->set_recording(reference_recording(rec), observer_);
+    const StepGpuTime gpu = backend_.probes().gpu_time();
+    reference_->probes().set_recording(reference_recording(rec), observer_);
     reference_->run_step(g, s);
     report_nodes(g, s, rec, &gpu);
   }

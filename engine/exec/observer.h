@@ -117,11 +117,11 @@ struct NodeView {
   const NodeOutput* out = nullptr;  // null for nodes without an output (KvStore, fused-away)
   NodeTime time;
   // MatMul/Logits whose kernel quantizes its activation to 8 bits: that input (the source
-  // node's output) and the block size (Backend::activation_block).
+  // node's output) and the block size (BackendProbes::activation_block).
   const NodeOutput* activation = nullptr;
   int activation_block = 0;
   // Paired runs: the reference run's output of the same node, and this node's op rerun with
-  // the reference path on THIS run's inputs (Backend::rerun_node; null when not available).
+  // the reference path on THIS run's inputs (BackendProbes::rerun_node; null when not available).
   const NodeOutput* ref = nullptr;
   const NodeOutput* local_ref = nullptr;
 };
@@ -173,24 +173,16 @@ class Observer {
   // on_step_begin). The default: every node, summaries computed wherever the backend likes, no
   // kernel records.
   virtual StepRecording recording(const StepInfo& s) const { (void)s; return {}; }
-  // Whether on_node wants this node when the step's nodes are read (lets the executor skip the
-  // call cheaply); the same answer for every step.
+  // Whether on_node_view wants this node when the step's nodes are read (lets the executor skip
+  // the call cheaply); the same answer for every step.
   virtual bool wants(const Node& n) const { (void)n; return true; }
-  // After the step ran, once per node in graph order. out is null for nodes without an output
-  // (KvStore, fused-away).
-  virtual void on_node(const Node& n, const NodeOutput* out, const NodeTime& t) = 0;
-  // What the executor calls: the node with the extras of NodeView. An observer that needs only
-  // the output keeps the default.
-  virtual void on_node_view(const Node& n, const NodeView& v) { on_node(n, v.out, v.time); }
-  // Logits of the step's last row (host memory) and the token the sampler chose from them.
-  virtual void on_logits(const StepInfo& s, const float* logits, int64_t n_vocab, int32_t chosen) {
-    (void)s; (void)logits; (void)n_vocab; (void)chosen;
-  }
-  // What the generation loop calls: the logits with what the sampler drew from and, in paired
-  // runs, the reference's. The default hands on the plain logits.
-  virtual void on_step_logits(const StepInfo& s, const StepLogits& l) {
-    on_logits(s, l.logits, l.n_vocab, l.chosen);
-  }
+  // After the step ran, once per node in graph order that wants(): its output (v.out, null for
+  // nodes without one: KvStore, fused-away), its host timing and, for a matmul or a paired run,
+  // the extras of NodeView.
+  virtual void on_node_view(const Node& n, const NodeView& v) = 0;
+  // After the step's nodes: the logits of its last row (host memory, or the backend's summary)
+  // with what the sampler drew from and chose and, in paired runs, the reference's.
+  virtual void on_step_logits(const StepInfo& s, const StepLogits& l) { (void)s; (void)l; }
   // After the nodes, when recording() asked for device work: the step's GPU time and kernels.
   virtual void on_gpu_time(const StepInfo& s, const StepGpuTime& t) { (void)s; (void)t; }
   virtual void on_step_end(const StepInfo& s, double seconds) { (void)s; (void)seconds; }

@@ -305,7 +305,7 @@ TEST(CudaBackend, APrefillWhoseNodesNobodyReadsUsesTheArena) {
       r.nodes = false;
       return r;
     }
-    void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+    void on_node_view(const Node&, const NodeView&) override {}
   } no_nodes;
   auto path = minfer::testing::generated_model(model_tag("tiny", "q4_0"), "tiny", GenWeights::Q4_0);
   MINFER_REQUIRE_MODEL(path);

@@ -68,10 +68,10 @@ struct Log : Observer {
     st.outliers.resize(g.nodes.size());
     steps.push_back(std::move(st));
   }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (!out) return;
-    steps.back().summaries[static_cast<size_t>(n.id)] = out->summarize(spec);
-    steps.back().outliers[static_cast<size_t>(n.id)] = out->outliers(8, nullptr);
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (!v.out) return;
+    steps.back().summaries[static_cast<size_t>(n.id)] = v.out->summarize(spec);
+    steps.back().outliers[static_cast<size_t>(n.id)] = v.out->outliers(8, nullptr);
   }
   void on_step_logits(const StepInfo&, const StepLogits& l) override {
     StepSeen& st = steps.back();

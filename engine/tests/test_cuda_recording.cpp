@@ -50,10 +50,10 @@ struct Probe : Observer {
     r.kernels = kernels;
     return r;
   }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (!out) return;
-    if (record) summaries[static_cast<size_t>(n.id)] = out->summarize(spec);  // first: device
-    tensors[static_cast<size_t>(n.id)] = out->to_host();
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (!v.out) return;
+    if (record) summaries[static_cast<size_t>(n.id)] = v.out->summarize(spec);  // first: device
+    tensors[static_cast<size_t>(n.id)] = v.out->to_host();
   }
   void on_gpu_time(const StepInfo&, const StepGpuTime& t) override { gpu.push_back(t); }
 };
@@ -141,7 +141,7 @@ TEST_P(Recording, DeviceSummariesKernelsAndUnchangedOutputs) {
       expect_summary_of(a.summaries[s][i], a.tensors[s][i], n, pt.spec, "step " + std::to_string(s) + " node " + n.name);
     }
     if (!cupti || !pt.kernels) continue;
-    // Per part of the step's summaries (cuda_backend.cpp forks them in at most 8 parts as the
+    // Per part of the step's summaries (cuda_dispatch.cpp forks them in at most 8 parts as the
     // step writes its nodes): one kernel for its small tensors, four for its large ones; the
     // logits summary is not asked for here.
     EXPECT_GE(recorder_kernels, 1) << "step " << s;

@@ -31,9 +31,9 @@ int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(best);
 }
 
-class ChainingCpu final : public Backend {
+class ChainingCpu final : public Backend, public BackendProbes {
  public:
-  // keeps: claim Backend::keeps_step_results (only for observers that read no node outputs).
+  // keeps: claim BackendProbes::keeps_step_results (only for observers that read no node outputs).
   ChainingCpu(const Model& m, bool chain, bool keeps = false) : inner_(m, MatmulPath::MMQ), chain_(chain), keeps_(keeps) {}
   std::map<int, int32_t> pick_at;  // launch number (1 = prefill) -> the pick the "device" makes instead
   int launches = 0, chained = 0;
@@ -63,10 +63,10 @@ class ChainingCpu final : public Backend {
   const NodeOutput* output(const Node& n) const override { return inner_.output(n); }
   void read_logits(const Graph& g, std::vector<float>& out) override { inner_.read_logits(g, out); }
   std::string matmul_kernel(const Node& n) const override { return inner_.matmul_kernel(n); }
-  double read_bandwidth_gbs() override { return inner_.read_bandwidth_gbs(); }
   bool greedy_on_device() const override { return true; }
   int32_t read_greedy_token(const Graph&, bool previous) override { return token_[cur_ ^ (previous ? 1 : 0)]; }
   bool chains_greedy_token() const override { return chain_; }
+  BackendProbes& probes() override { return *this; }
   bool keeps_step_results(const StepRecording&) const override { return keeps_; }
 
  private:
@@ -96,7 +96,7 @@ struct StepCounter : Observer {
   void on_step_begin(const Graph&, const StepInfo& s) override {
     if (s.phase == Phase::Decode) inputs.push_back(s.tokens.at(0));
   }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  void on_node_view(const Node&, const NodeView&) override {}
 };
 
 // Counts ended steps and how many are safe; reads no node outputs. Its writer makes one more
@@ -111,7 +111,7 @@ struct FlushCounter : Observer {
     return r;
   }
   bool wants(const Node&) const override { return false; }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
+  void on_node_view(const Node&, const NodeView&) override {}
   void on_step_end(const StepInfo&, double) override { ++ended; }
   void flush() override { flushed = ended; }
   bool caught_up() override {

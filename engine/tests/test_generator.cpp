@@ -22,9 +22,9 @@ namespace {
 struct RmsObserver : Observer {
   std::map<int, double> rms;  // layer -> RMS of its residual output
   double max_abs = 0;
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (!out || n.name.find("ffn_residual") == std::string::npos) return;
-    auto v = out->to_host();
+  void on_node_view(const Node& n, const NodeView& view) override {
+    if (!view.out || n.name.find("ffn_residual") == std::string::npos) return;
+    auto v = view.out->to_host();
     double ss = 0;
     for (float x : v) {
       ss += double(x) * x;

@@ -131,10 +131,10 @@ RefOut reference(const Model& m, const std::vector<int32_t>& ids) {
 struct Capture : Observer {
   std::map<std::string, std::vector<float>> nodes;
   std::vector<float> logits;
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (out && n.name.find("ffn_residual") != std::string::npos) nodes[n.name] = out->to_host();
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (v.out && n.name.find("ffn_residual") != std::string::npos) nodes[n.name] = v.out->to_host();
   }
-  void on_logits(const StepInfo&, const float* l, int64_t n, int32_t) override { logits.assign(l, l + n); }
+  void on_step_logits(const StepInfo&, const StepLogits& l) override { logits.assign(l.logits, l.logits + l.n_vocab); }
 };
 
 double rel_err(const std::vector<float>& got, const double* ref, size_t n) {

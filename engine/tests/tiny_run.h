@@ -17,8 +17,8 @@ inline const std::vector<int32_t> kDecodeInputs = {1879, 13, 40, 2776, 11, 9707}
 struct NodeCapture : Observer {
   std::vector<std::vector<float>> nodes;  // per node id ({} when it has no output)
   void on_step_begin(const Graph& g, const StepInfo&) override { nodes.assign(g.nodes.size(), {}); }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (out) nodes[static_cast<size_t>(n.id)] = out->to_host();
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (v.out) nodes[static_cast<size_t>(n.id)] = v.out->to_host();
   }
 };
 

@@ -89,7 +89,7 @@ class KernelProbe final : public minfer::Observer {
     r.kernels = s.phase == minfer::Phase::Decode && s.step == step_;
     return r;
   }
-  void on_node(const minfer::Node&, const minfer::NodeOutput*, const minfer::NodeTime&) override {}
+  void on_node_view(const minfer::Node&, const minfer::NodeView&) override {}
   void on_gpu_time(const minfer::StepInfo& s, const minfer::StepGpuTime& t) override {
     if (s.phase == minfer::Phase::Decode && s.step == step_) time = t;
   }
@@ -118,7 +118,7 @@ constexpr int kProfiledStep = 2;
 KernelBreakdown profile_decode_step(const minfer::Model& m, minfer::Backend& b, const std::vector<int32_t>& prompt,
                                     bool graph_fusion) {
   KernelBreakdown k;
-  k.unavailable = b.kernel_records_unavailable();
+  k.unavailable = b.probes().kernel_records_unavailable();
   if (!k.unavailable.empty()) return k;
   KernelProbe probe(kProfiledStep);
   minfer::GenerateOptions o;
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
     const int64_t weight_bytes = decode_weight_bytes(*model);
     const double kv_bytes = decode_kv_bytes(model->hp, kv_ctx);
     const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
-    const double bw = backend.read_bandwidth_gbs();
+    const double bw = read_bandwidth_gbs(backend);
     const double floor_tok_s = bw * 1e9 / bytes_per_token;
     const double achieved_gb_s = bytes_per_token * tg_tok_s / 1e9;
     const KernelBreakdown kernels = profile_decode_step(*model, backend, decode_prompt, engine.graph_fusion);

@@ -39,12 +39,12 @@ struct LayerCapture : Observer {
   std::vector<float> logits;
   int step = -1;
   void on_step_begin(const Graph&, const StepInfo& s) override { step = s.step; }
-  void on_node(const Node& n, const NodeOutput* out, const NodeTime&) override {
-    if (step == 0 && out && (n.name.find("ffn_residual") != std::string::npos || n.name == "token_embd"))
-      nodes[n.name] = out->to_host();
+  void on_node_view(const Node& n, const NodeView& v) override {
+    if (step == 0 && v.out && (n.name.find("ffn_residual") != std::string::npos || n.name == "token_embd"))
+      nodes[n.name] = v.out->to_host();
   }
-  void on_logits(const StepInfo& s, const float* l, int64_t n, int32_t) override {
-    if (s.step == 0) logits.assign(l, l + n);
+  void on_step_logits(const StepInfo& s, const StepLogits& l) override {
+    if (s.step == 0) logits.assign(l.logits, l.logits + l.n_vocab);
   }
 };
 

@@ -46,7 +46,6 @@ struct Capture final : Observer {
   int step = 0;
 
   void on_step_begin(const Graph&, const StepInfo& s) override { step = s.step; }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
   void on_node_view(const Node& n, const NodeView& v) override {
     if (!v.out) return;
     NodeData d;
@@ -69,7 +68,7 @@ json meta_for(const Backend& a, const Backend& b) {
   return {{"model", {{"file", "paired-tiny.gguf"}, {"sha256", std::string(64, 'c')}, {"architecture", "qwen2"}}},
           {"backend", "cpu"}, {"device", "test"}, {"matmul_path", a.matmul_path_label()}, {"prompt", "p"},
           {"compare", {{"path", b.matmul_path_label()}, {"backend", "cpu"}, {"mode", "lockstep"}, {"teacher", "a"},
-                       {"tolerance", {{"abs", 1e-3}, {"rel", 1e-2}}}, {"local", a.reruns_nodes()}}}};
+                       {"tolerance", {{"abs", 1e-3}, {"rel", 1e-2}}}, {"local", a.probes().reruns_nodes()}}}};
 }
 
 // A paired greedy run of kPrompt, A on path pa, the reference on pb.

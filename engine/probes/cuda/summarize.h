@@ -5,6 +5,7 @@
 // for the small tensors and four for the large, whatever their number, so a traced decode step
 // stays one CUDA graph. Results land in one device record buffer that the caller copies to pinned host
 // memory (copy_to_host), one slot per step parity, so reading step N never blocks step N+1.
+// The kernels and their launches are summarize_kernels.cu, the host planner summarize.cpp.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -42,7 +43,7 @@ class DeviceSummaries {
   // The summary kernels (graph-capturable; fixed pointers, no host work per launch).
   void enqueue(cudaStream_t s);
   // The same for tensors [first, end) only: a traced step summarises each part of its graph as
-  // soon as that part is computed, beside the rest of the step (cuda_backend.cpp).
+  // soon as that part is computed, beside the rest of the step (cuda_dispatch.cpp).
   void enqueue(cudaStream_t s, size_t first, size_t end);
   // The same with the small tensors' kernel on `small` and the chunked tensors' on `chunked`
   // (streams that may run side by side); streams_used says which of the two get work.
@@ -67,6 +68,8 @@ class DeviceSummaries {
     int small_before, large_before;  // small / chunked tensors before it
   };
   const unsigned char* record(int slot, size_t i) const;
+  // Lets the kernels stage a chunk and the bins in dynamic shared memory (summarize_kernels.cu).
+  static void allow_large_shared_memory();
   // Tensors [first, end) as small ids [0], [1] and chunked ids [2], [3] of their lists.
   std::array<int, 4> id_ranges(size_t first, size_t end) const;
   SummarySpec spec_;

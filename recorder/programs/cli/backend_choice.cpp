@@ -12,6 +12,14 @@
 
 namespace minfer {
 
+double read_bandwidth_gbs(Backend& b) {
+#if MINFER_HAVE_CUDA
+  if (auto* c = dynamic_cast<CudaBackend*>(&b)) return c->read_bandwidth_gbs();
+#endif
+  if (auto* c = dynamic_cast<CpuBackend*>(&b)) return c->read_bandwidth_gbs();
+  fail("read_bandwidth_gbs: backend '", b.name(), "' has no bandwidth probe");
+}
+
 std::string parse_backend_flag(const std::string& v) {
   if (v != "auto" && v != "cpu" && v != "cuda") fail("--backend: expected auto, cpu or cuda, got '", v, "'");
   return v;

@@ -26,6 +26,11 @@ void print_backend_memory(const Backend& b, const char* when);
 bool is_memory_measurement(const std::string& what);
 int64_t memory_categories_total(const MemoryReport& m);  // the sum of the categories only
 
+// The streaming read bandwidth of the memory b's weights live in (GB/s: the decode floor), by
+// its backend's own probe (host memory on cpu, device memory on cuda). Not part of Backend: a
+// benchmark, not compute, asked by the programs alone.
+double read_bandwidth_gbs(Backend& b);
+
 // cuda_options: the CUDA backend's (the program's EngineOptions::cuda); a cpu backend has none.
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
                                       const CudaOptions& cuda_options, ThreadPool* pool = nullptr,

@@ -111,7 +111,7 @@ int run_generate(CliOptions o) {
 
   auto trace = TraceSession::maybe_start(o, env, *model, *backend, *tok,
                                          TraceExtras{text, reference.get(), replay ? &*replay : nullptr,
-                                                     [&] { return backend->read_bandwidth_gbs(); }});
+                                                     [&] { return read_bandwidth_gbs(*backend); }});
   if (reference && !trace)
     fail("--compare-path records a paired trace: give --trace FILE (or MINFER_TRACE=FILE)");
   GenerateOptions g;

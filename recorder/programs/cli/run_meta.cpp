@@ -50,7 +50,7 @@ nlohmann::json run_meta(const Model& m, const Backend& b, const RunSettings& s, 
       {"device", b.device()},
       {"matmul_path", b.matmul_path_label()},
       {"cuda_graph", b.step_graphs()},
-      {"summaries", s.backend_records ? b.summaries_computed_on() : "host"},
+      {"summaries", s.backend_records ? b.probes().summaries_computed_on() : "host"},
       {"matmul_kernels", matmul_kernels(m, b)},
       {"threads", ThreadPool::global().size()},
       {"prompt", x.prompt},
@@ -63,11 +63,11 @@ nlohmann::json run_meta(const Model& m, const Backend& b, const RunSettings& s, 
     const CompareTolerance tol;
     meta["compare"] = {{"path", x.reference->matmul_path_label()}, {"backend", x.reference->name()},
                        {"mode", "lockstep"}, {"teacher", "a"},
-                       {"tolerance", {{"abs", tol.abs}, {"rel", tol.rel}}}, {"local", b.reruns_nodes()}};
+                       {"tolerance", {{"abs", tol.abs}, {"rel", tol.rel}}}, {"local", b.probes().reruns_nodes()}};
   }
   if (x.replay) meta["tokens_from"] = {{"file", x.replay->file}, {"steps", x.replay->steps}};
   if (b.name() == "cuda") {  // which steps carry CUPTI kernel records, and why none when none
-    std::string why = b.kernel_records_unavailable();
+    std::string why = b.probes().kernel_records_unavailable();
     if (why.empty() && !s.backend_records) why = "this recording does not ask the backend for kernel records (a live run)";
     meta["cupti"] = {{"enabled", why.empty()},
                      {"reason", why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
@@ -76,6 +76,7 @@ nlohmann::json run_meta(const Model& m, const Backend& b, const RunSettings& s, 
     // The probe needs 1 GiB of device memory for a moment: on a full device the trace goes
     // without the measured roof (the page then uses the nominal one) rather than failing the run.
     if (x.read_bandwidth_gbs) try {
+        // The "how" names the probe as traces have always named it (the trace bytes stay the same).
         meta["device_limits"] = {{"read_gbs", x.read_bandwidth_gbs()},
                                  {"how", "Backend::read_bandwidth_gbs: device-to-device copies, bytes read + written"}};
       } catch (const std::exception& e) {

@@ -22,8 +22,9 @@ struct TraceExtras {
   std::string prompt;                    // the prompt text as run (meta.prompt)
   const Backend* reference = nullptr;    // paired run: meta.compare
   const ReplayTokens* replay = nullptr;  // --tokens-from: meta.tokens_from
-  // The backend's streaming-read probe (Backend::read_bandwidth_gbs), called once when a CUDA
-  // run is traced: meta.device_limits, the roofline's bandwidth roof. Empty: not recorded.
+  // The backend's streaming-read probe (read_bandwidth_gbs(Backend&), cli/backend_choice.h),
+  // called once when a CUDA run is traced: meta.device_limits, the roofline's bandwidth roof.
+  // Empty: not recorded.
   std::function<double()> read_bandwidth_gbs = nullptr;
 };
 

@@ -51,12 +51,12 @@ TEST(CudaBackend, OptionsReachTheBackend) {
     auto b = make_backend("cuda", *m, MatmulPath::MMQ, off, nullptr, true);
     EXPECT_FALSE(b->step_graphs());
     EXPECT_FALSE(b->chains_greedy_token());
-    EXPECT_EQ(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
+    EXPECT_EQ(b->probes().kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
     EXPECT_FALSE(cuda::pdl_enabled());
   }
   auto b = make_backend("cuda", *m, MatmulPath::MMQ, CudaOptions{}, nullptr, true);
   EXPECT_TRUE(b->step_graphs());
   EXPECT_TRUE(b->chains_greedy_token());
   EXPECT_TRUE(cuda::pdl_enabled());
-  EXPECT_NE(b->kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
+  EXPECT_NE(b->probes().kernel_records_unavailable(), "disabled by MINFER_NO_CUPTI=1");
 }

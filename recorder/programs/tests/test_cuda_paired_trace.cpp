@@ -82,7 +82,6 @@ struct Probe final : Observer {
     step = s.step;
     step_out.clear();
   }
-  void on_node(const Node&, const NodeOutput*, const NodeTime&) override {}
   void on_node_view(const Node& n, const NodeView& v) override {
     if (!v.out) return;
     Rec r;
