@@ -18,8 +18,8 @@
 // (attention_chunk.cuh: its scratch layout and merge); several heads take the code below.
 // Measured on the H200 (Q4_0, tg128, tok/s; per-head kernel -> this one): 0.5b after 512 tokens
 // 1,482 -> 1,483, after 4096 985 -> 1,155; 7B after 512 463 -> 457, after 4096 334 -> 370. The
-// 7B's 1.5 % at short contexts is this kernel's footprint (242 registers, 27.5 KB of shared
-// memory against 40 and 2.6 KB) even on the per-head path: not found yet.
+// 7B's 1.5 % at short contexts, on the per-head path too, is not explained yet; the suspect is
+// this kernel's footprint (242 registers, 27.5 KB of shared memory against 40 and 2.6 KB).
 //
 // Thread-to-data (128 threads):
 //   scores:  thread t owns key t0 + t: its K row in registers (hd / 4 float4 loads at once), one
@@ -39,7 +39,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
@@ -50,7 +49,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kChunk = 128;  // keys per CTA (attention_decode_chunk(), checked at launch)
+constexpr int kChunk = 128;  // keys per CTA: attention_decode_chunk() (the static_assert below)
 constexpr int kBatch = 16;   // V rows (P.V) and chunks (merge) loaded per thread at once
 static_assert(kThreads == attention_detail::kThreads && kChunk == attention_detail::kChunk,
               "one head per CTA runs attention_chunk.cuh's step in the same CTA shape");
@@ -84,12 +83,6 @@ __device__ __forceinline__ void fma4(float4& a, float w, const float4& v) {
   a.w += w * v.w;
 }
 
-// The live KV length (as attention.cu's decode_keys).
-__device__ __forceinline__ int64_t live_keys(const int32_t* pos, int64_t max_ctx) {
-  const int64_t n = static_cast<int64_t>(pos[0]) + 1;
-  return n < 0 ? 0 : (n > max_ctx ? max_ctx : n);
-}
-
 template <int kHd, int kMaxG>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_gqa_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
@@ -99,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
   using S = Smem<kHd, kMaxG>;
   constexpr int kQuads = S::kQuads, kKeyGroups = S::kKeyGroups, kKeysPerThread = kChunk / kKeyGroups;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int64_t n_keys = live_keys(pos, max_ctx);
+  const int64_t n_keys = attention_detail::decode_keys(pos, max_ctx);
   const int64_t n_live = (n_keys + kChunk - 1) / kChunk;
   const int64_t chunk = blockIdx.x, t0 = chunk * kChunk;
   const int kvh = blockIdx.y, hg = kvh * group;  // the group's first head
@@ -344,7 +337,6 @@ bool attention_decode_gqa_usable(const float* q, const float* k_cache, const flo
 void attention_decode_gqa(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
                           int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t max_ctx, float* scratch,
                           unsigned int* tickets, float scale, cudaStream_t s) {
-  if (attention_decode_chunk() != kChunk) fail("attention_decode_gqa: chunk ", kChunk, " differs from attention.cu's");
   if (!attention_decode_gqa_usable(q, k_cache, v_cache, out, scratch, n_head, n_head_kv, head_dim))
     fail("attention_decode_gqa: unsupported shape or alignment (", n_head, "/", n_head_kv, " heads x ", head_dim, ")");
   const int group = static_cast<int>(n_head / n_head_kv);
