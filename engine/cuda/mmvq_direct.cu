@@ -1,6 +1,7 @@
-// The direct decode matvec for Q4_0 and Q8_0 (mmvq_stream_args.cuh): the kernel stream_matvec
-// launches when every matrix is Q4_0 with rows of whole 8-block units (n_in a multiple of 256),
-// or every matrix Q8_0 with rows of whole 4-block units (n_in a multiple of 128).
+// The direct decode matvec for Q4_0, Q8_0 and Q4_K (mmvq_stream_args.cuh): the kernel
+// stream_matvec launches when every matrix is Q4_0 with rows of whole 8-block units (n_in a
+// multiple of 256), every matrix Q8_0 with rows of whole 4-block units (n_in a multiple of 128),
+// or every matrix Q4_K (units of one 256-element super-block; dot_unit_q4_k).
 //
 // Why: the ring kernel (mmvq_stream.cu) reads a Q4_0 block in quarters from shared memory at its
 // 2-byte alignment; on the H200 it moved 7B weights at 31-49 % of the streaming read, with the

@@ -2,7 +2,7 @@
 // arguments (up to 3 matrices over one input row, numbered in groups of two rows), the group ->
 // rows rule and the epilogues. mmvq_stream.cu holds the ring kernel (any 32-element block type,
 // rows read through a cp.async ring in shared memory) and the launcher; mmvq_direct.cu the
-// kernel for Q4_0 and Q8_0 rows of whole units (loaded straight into registers). Internal to
+// kernel for Q4_0, Q8_0 and Q4_K rows of whole units (loaded straight into registers). Internal to
 // engine/cuda.
 #pragma once
 #include <cuda_runtime.h>
