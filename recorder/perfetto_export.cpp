@@ -17,7 +17,6 @@ namespace kmeta = keys::meta;
 namespace kmodel = keys::model;
 namespace kgraph = keys::graph;
 namespace kstep = keys::step;
-namespace ktok = keys::token;
 namespace knode = keys::node_record;
 
 namespace {
