@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/weight_type.h"
+#include "format/trace_keys.h"
 
 namespace minfer::trace {
 
@@ -128,15 +129,15 @@ const char* ops_kind_name(OpsKind k) {
 
 StepShape step_shape(const json& meta, const json& step) {
   StepShape s;
-  const json hp = meta.contains("model") ? meta["model"].value("hparams", json::object()) : json::object();
+  const json hp = meta.contains(keys::meta::kModel) ? meta[keys::meta::kModel].value(keys::model::kHparams, json::object()) : json::object();
   s.n_head = hp.value("n_head", 0);
   s.n_head_kv = hp.value("n_head_kv", 0);
   s.head_dim = hp.value("head_dim", 0);
-  s.backend = meta.value("backend", "");
-  s.matmul_path = meta.value("matmul_path", "");
-  s.phase = step.value("phase", "");
-  s.pos = step.value("pos", int64_t{0});
-  auto mk = meta.find("matmul_kernels");
+  s.backend = meta.value(keys::meta::kBackend, "");
+  s.matmul_path = meta.value(keys::meta::kMatmulPath, "");
+  s.phase = step.value(keys::step::kPhase, "");
+  s.pos = step.value(keys::step::kPos, int64_t{0});
+  auto mk = meta.find(keys::meta::kMatmulKernels);
   if (mk != meta.end() && mk->is_object() && mk->contains(s.phase)) s.matmul_kernels = &(*mk)[s.phase];
   return s;
 }
@@ -148,7 +149,7 @@ NodeWork node_work(const json& nodes, size_t id, const StepShape& s) {
   const int64_t n = dim(node, 0), d = dim(node, 1);
   const double elems = static_cast<double>(n * d);
   if (op == "input") return {0, 0, OpsKind::F32, true};
-  if (op == "matmul" || op == "logits") return matmul_work(nodes, node, s);
+  if (op == "matmul" || op == "logits") return matmul_work(nodes, node, s);  // trace-keys: ops' names
   if (op == "attention") return attention_work(node, s);
   // the gathered rows of the table and the ids; no arithmetic beyond dequantizing
   if (op == "get_rows") return {stored_bytes(str(node, "weight_type"), n, d) + kF32 * n + kF32 * elems, 0, OpsKind::F32, true};

@@ -6,9 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "format/trace_keys.h"
+
 namespace minfer::trace {
 
 using nlohmann::json;
+
+namespace kdoc = keys::document;
+namespace kmeta = keys::meta;
+namespace kmodel = keys::model;
+namespace kgraph = keys::graph;
+namespace kstep = keys::step;
+namespace knode = keys::node_record;
 
 namespace {
 constexpr int kPid = 1;
@@ -102,7 +111,7 @@ struct GpuKernel {
 
 json kernel_args(const json& k, const json& step) {
   json a = {{"node", k["node"]}, {"grid", k["grid"]}, {"block", k["block"]}, {"registers", k["registers"]},
-            {"shared_bytes", k["shared_bytes"]}, {"duration_ns", k["duration_ns"]}, {"step", step["index"]}};
+            {"shared_bytes", k["shared_bytes"]}, {"duration_ns", k["duration_ns"]}, {"step", step[kstep::kIndex]}};
   for (const char* f : {"graph_node", "unattributed", "covers"})
     if (k.contains(f)) a[f] = k[f];
   return a;
@@ -117,7 +126,7 @@ json step_gpu_args(const json& s) {
 }
 
 std::string step_label(const json& s) {
-  return s["phase"] == "prefill" ? std::string("prefill") : "decode " + std::to_string(s["index"].get<int>());
+  return s[kstep::kPhase] == keys::kPrefill ? std::string("prefill") : "decode " + std::to_string(s[kstep::kIndex].get<int>());
 }
 
 // The GPU side of one step: a step slice over its kernels, one slice per node spanning that
@@ -127,7 +136,7 @@ void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& track
   std::map<int, std::vector<GpuKernel>> by_node;  // ordered by node id: a stable output
   std::vector<GpuKernel> loose;
   int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const auto& k : s["kernels"]) {
+  for (const auto& k : s[kstep::kKernels]) {
     const int64_t start = base_ns + to_ns(k["start_ns"].get<double>());
     const GpuKernel g{&k, start, start + to_ns(k["duration_ns"].get<double>())};
     first = std::min(first, g.start_ns);
@@ -137,12 +146,12 @@ void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& track
   }
   if (first > last) return;  // no kernels
   json args = step_gpu_args(s);
-  args["step"] = s["index"];
-  args["kernels"] = s["kernels"].size();
+  args["step"] = s[kstep::kIndex];
+  args["kernels"] = s[kstep::kKernels].size();
   out.push_back(slice(tracks.steps.place(first, last), step_label(s) + " (GPU)", "step", us(first), us(last - first), args));
 
   std::map<int, const json*> records;
-  for (const auto& r : s["nodes"]) records[r["id"].get<int>()] = &r;
+  for (const auto& r : s[kstep::kNodes]) records[r[knode::kId].get<int>()] = &r;
   // Nodes in order of their first kernel, so lanes fill left to right.
   std::vector<std::pair<int, std::vector<GpuKernel>*>> order;
   for (auto& [id, ks] : by_node) order.emplace_back(id, &ks);
@@ -162,7 +171,7 @@ void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& track
     }
     double busy_ns = 0;  // in double: a damaged trace may hold many huge kernels
     for (const auto& k : *ks) busy_ns += static_cast<double>(k.end_ns - k.start_ns);
-    json na = {{"node", id}, {"op", op}, {"step", s["index"]}, {"kernels", ks->size()}, {"kernel_us", busy_ns / 1e3}};
+    json na = {{"node", id}, {"op", op}, {"step", s[kstep::kIndex]}, {"kernels", ks->size()}, {"kernel_us", busy_ns / 1e3}};
     if (auto r = records.find(id); r != records.end())
       for (const char* f : {"gpu_us", "gpu_start_us"})
         if (r->second->contains(f)) na[f] = (*r->second)[f];
@@ -186,41 +195,41 @@ void gpu_step(const json& s, double step_us, const json* nodes, GpuTracks& track
 
 json to_perfetto(const json& t) {
   std::vector<Slice> slices;
-  const std::string model = t["meta"].value("model", json::object()).value("file", "minfer");
+  const std::string model = t[kdoc::kMeta].value(kmeta::kModel, json::object()).value(kmodel::kFile, "minfer");
   GpuTracks gpu;
   bool host_nodes = false;  // a CUDA step is one graph: no host time per node, no such track
 
   std::map<std::string, const json*> graphs;
-  for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+  for (const auto& g : t[kdoc::kGraphs]) graphs[g[kgraph::kId].get<std::string>()] = &g;
 
   double cursor_us = 0;  // where the next step starts when start_ms is absent
-  for (const auto& s : t["steps"]) {
+  for (const auto& s : t[kdoc::kSteps]) {
     const double step_us = s.contains("start_ms") ? s["start_ms"].get<double>() * 1e3 : cursor_us;
-    const double dur_us = s.value("time_ms", 0.0) * 1e3;
+    const double dur_us = s.value(kstep::kTimeMs, 0.0) * 1e3;
     cursor_us = step_us + dur_us;
     json args = step_gpu_args(s);
-    args["step"] = s["index"];
-    args["tokens"] = s["tokens"].size();
+    args["step"] = s[kstep::kIndex];
+    args["tokens"] = s[kstep::kTokens].size();
     slices.push_back(host_slice(kStepTid, step_label(s), "step", step_us, dur_us, std::move(args)));
-    auto g = graphs.find(s["graph"].get<std::string>());
-    const json* nodes = g == graphs.end() ? nullptr : &(*g->second)["nodes"];
+    auto g = graphs.find(s[kstep::kGraph].get<std::string>());
+    const json* nodes = g == graphs.end() ? nullptr : &(*g->second)[kgraph::kNodes];
     double node_cursor = step_us;
-    for (const auto& r : s["nodes"]) {
+    for (const auto& r : s[kstep::kNodes]) {
       if (!r.contains("time_us")) continue;
       const double dur = r["time_us"].get<double>();
       const double ts = r.contains("start_us") ? step_us + r["start_us"].get<double>() : node_cursor;
       node_cursor = ts + dur;
-      const size_t id = r["id"].get<size_t>();
+      const size_t id = r[knode::kId].get<size_t>();
       std::string name = "node " + std::to_string(id), op;
       if (nodes && id < nodes->size()) {
         name = (*nodes)[id]["name"].get<std::string>();
         op = (*nodes)[id]["op"].get<std::string>();
       }
       if (r.contains("no_output") && dur == 0) continue;  // fused away: nothing ran
-      slices.push_back(host_slice(kNodeTid, name, op, ts, dur, {{"node", id}, {"step", s["index"]}}));
+      slices.push_back(host_slice(kNodeTid, name, op, ts, dur, {{"node", id}, {"step", s[kstep::kIndex]}}));
       host_nodes = true;
     }
-    if (s.contains("kernels")) gpu_step(s, step_us, nodes, gpu, slices);
+    if (s.contains(kstep::kKernels)) gpu_step(s, step_us, nodes, gpu, slices);
   }
 
   json ev = json::array();
@@ -241,7 +250,7 @@ json to_perfetto(const json& t) {
   for (auto& sl : slices) ev.push_back(std::move(sl.event));
   json other = {{"source", "minfer-trace export-perfetto"}, {"model", model}};
   for (const char* f : {"backend", "device", "matmul_path", "cuda_graph", "summaries", "cupti"})
-    if (t["meta"].contains(f)) other[f] = t["meta"][f];
+    if (t[kdoc::kMeta].contains(f)) other[f] = t[kdoc::kMeta][f];
   return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", other}};
 }
 

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "format/gpu_time_json.h"
 #include "format/graph_json.h"
+#include "format/trace_keys.h"
 #include "journal_thread.h"
 #include "json_out.h"
 #include "logits_compare.h"
@@ -170,7 +171,7 @@ struct Recorder::Impl {
     if (!meta.is_object()) meta = nlohmann::json::object();
     meta["options"] = opts.to_json();
     if (!meta.contains("recorded_at")) meta["recorded_at"] = utc_now_iso();
-    if (const auto c = meta.find("compare"); c != meta.end() && c->is_object() && c->contains("tolerance") &&
+    if (const auto c = meta.find(keys::meta::kCompare); c != meta.end() && c->is_object() && c->contains("tolerance") &&
                                               (*c)["tolerance"].is_object()) {
       tolerance.abs = (*c)["tolerance"].value("abs", tolerance.abs);
       tolerance.rel = (*c)["tolerance"].value("rel", tolerance.rel);
@@ -248,12 +249,12 @@ struct Recorder::Impl {
   // The id of g in this trace; a graph seen for the first time is added to the head.
   const std::string& graph_id_of(const Graph& g) {
     for (auto& k : graphs)
-      if (k.last_seen == &g && k.json["nodes"].size() == g.nodes.size() &&
-          k.json["n_tokens"] == g.n_tokens)
+      if (k.last_seen == &g && k.json[keys::graph::kNodes].size() == g.nodes.size() &&
+          k.json[keys::graph::kNTokens] == g.n_tokens)
         return k.id;
     nlohmann::json j = graph_to_json(g, "x");
     for (auto& k : graphs) {
-      j["id"] = k.id;
+      j[keys::graph::kId] = k.id;
       if (j == k.json) {
         k.last_seen = &g;
         return k.id;
@@ -261,9 +262,9 @@ struct Recorder::Impl {
     }
     std::string id = phase_name(g.phase);
     int same_phase = 0;
-    for (auto& k : graphs) same_phase += k.json["phase"] == id;
+    for (auto& k : graphs) same_phase += k.json[keys::graph::kPhase] == id;
     if (same_phase > 0) id += "." + std::to_string(same_phase + 1);
-    j["id"] = id;
+    j[keys::graph::kId] = id;
     graphs.push_back({id, std::move(j), &g});
     write_head();
     return graphs.back().id;

@@ -6,11 +6,16 @@
 #include <sstream>
 
 #include "format_number.h"
+#include "format/trace_keys.h"
 #include "step_roofline.h"
 
 namespace minfer::trace {
 
 using nlohmann::json;
+
+namespace kdoc = keys::document;
+namespace kgraph = keys::graph;
+namespace kstep = keys::step;
 
 namespace {
 
@@ -39,16 +44,16 @@ struct Row {
 }  // namespace
 
 std::string roofline_table(const json& t, int rows) {
-  const json& meta = t["meta"];
+  const json& meta = t[kdoc::kMeta];
   const Roofs roofs = trace_roofs(meta);
   std::map<std::string, const json*> graphs;
-  for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+  for (const auto& g : t[kdoc::kGraphs]) graphs[g[kgraph::kId].get<std::string>()] = &g;
   std::vector<Row> all;
-  for (size_t si = 0; si < t["steps"].size(); ++si) {
-    const json& s = t["steps"][si];
-    auto g = graphs.find(s.value("graph", ""));
+  for (size_t si = 0; si < t[kdoc::kSteps].size(); ++si) {
+    const json& s = t[kdoc::kSteps][si];
+    auto g = graphs.find(s.value(kstep::kGraph, ""));
     if (g == graphs.end()) continue;
-    for (RooflinePoint& p : step_roofline(meta, s, (*g->second)["nodes"], roofs)) all.push_back({si, std::move(p)});
+    for (RooflinePoint& p : step_roofline(meta, s, (*g->second)[kgraph::kNodes], roofs)) all.push_back({si, std::move(p)});
   }
   if (all.empty()) return {};
   // Worst first: the most time lost against the roof; without roofs, the most GPU time.
@@ -69,8 +74,8 @@ std::string roofline_table(const json& t, int rows) {
   os << "  step  node                          op                  bytes       ops  ops/B   GPU us    GB/s    TOPS  kind  roof %  lost us  bound\n";
   for (size_t i = 0; i < all.size() && i < static_cast<size_t>(rows); ++i) {
     const Row& r = all[i];
-    const json& s = t["steps"][r.step];
-    const json& nodes = (*graphs[s.value("graph", "")])["nodes"];
+    const json& s = t[kdoc::kSteps][r.step];
+    const json& nodes = (*graphs[s.value(kstep::kGraph, "")])[kgraph::kNodes];
     std::string op;
     for (int id : r.p.nodes) {
       const std::string o = nodes[static_cast<size_t>(id)].value("op", "?");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "format/trace_keys.h"
+
 namespace minfer::trace {
 
 using nlohmann::json;
@@ -52,7 +54,7 @@ void apply_roofs(RooflinePoint& p, const Roofs& roofs) {
 }  // namespace
 
 std::vector<RooflinePoint> step_roofline(const json& meta, const json& step, const json& nodes, const Roofs& roofs) {
-  auto ks = step.find("kernels");
+  auto ks = step.find(keys::step::kKernels);
   if (ks == step.end() || !ks->is_array()) return {};
   const auto in_graph = [&](int id) { return id >= 0 && static_cast<size_t>(id) < nodes.size(); };
   Groups g;

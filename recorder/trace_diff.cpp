@@ -7,11 +7,20 @@
 #include <set>
 
 #include "core/error.h"
+#include "format/trace_keys.h"
 #include "json_out.h"
 
 namespace minfer::trace {
 
 using nlohmann::json;
+
+namespace kdoc = keys::document;
+namespace kmeta = keys::meta;
+namespace kmodel = keys::model;
+namespace kgraph = keys::graph;
+namespace kstep = keys::step;
+namespace ktok = keys::token;
+namespace knode = keys::node_record;
 
 namespace {
 
@@ -104,26 +113,26 @@ double kl_topk(const json& la, const json& lb) {
 }
 
 void check_same_run(const json& a, const json& b, const DiffOptions& o) {
-  const std::string sa = str_at(a, {"meta", "model", "sha256"}), sb = str_at(b, {"meta", "model", "sha256"});
+  const std::string sa = str_at(a, {kdoc::kMeta, kmeta::kModel, kmodel::kSha256}), sb = str_at(b, {kdoc::kMeta, kmeta::kModel, kmodel::kSha256});
   if (sa != sb)
-    fail("cannot compare traces of different models: ", o.label_a, " is ", str_at(a, {"meta", "model", "file"}),
-         " (sha256 ", sa.substr(0, 12), "), ", o.label_b, " is ", str_at(b, {"meta", "model", "file"}),
+    fail("cannot compare traces of different models: ", o.label_a, " is ", str_at(a, {kdoc::kMeta, kmeta::kModel, kmodel::kFile}),
+         " (sha256 ", sa.substr(0, 12), "), ", o.label_b, " is ", str_at(b, {kdoc::kMeta, kmeta::kModel, kmodel::kFile}),
          " (sha256 ", sb.substr(0, 12), ")");
   std::map<std::string, const json*> gb;
-  for (const auto& g : b["graphs"]) gb[g["id"].get<std::string>()] = &g;
-  for (const auto& g : a["graphs"]) {
-    const std::string id = g["id"];
+  for (const auto& g : b[kdoc::kGraphs]) gb[g[kgraph::kId].get<std::string>()] = &g;
+  for (const auto& g : a[kdoc::kGraphs]) {
+    const std::string id = g[kgraph::kId];
     auto it = gb.find(id);
     if (it == gb.end()) {
       bool used = false;
-      for (const auto& s : b["steps"]) {
+      for (const auto& s : b[kdoc::kSteps]) {
         stop_if_cancelled(o.cancel);
-        used = used || s["graph"] == id;
+        used = used || s[kstep::kGraph] == id;
       }
       if (!used) continue;  // b never got that far
       fail("cannot compare: graph '", id, "' of ", o.label_a, " is missing from ", o.label_b);
     }
-    const auto &na = g["nodes"], &nb = (*it->second)["nodes"];
+    const auto &na = g[kgraph::kNodes], &nb = (*it->second)[kgraph::kNodes];
     if (na.size() != nb.size())
       fail("cannot compare different graphs: '", id, "' has ", na.size(), " nodes in ", o.label_a, " and ",
            nb.size(), " in ", o.label_b);
@@ -135,10 +144,10 @@ void check_same_run(const json& a, const json& b, const DiffOptions& o) {
              " (", nb[i]["op"].get<std::string>(), ") in ", o.label_b);
     }
   }
-  if (!a["steps"].empty() && !b["steps"].empty()) {
+  if (!a[kdoc::kSteps].empty() && !b[kdoc::kSteps].empty()) {
     std::vector<int64_t> ta, tb;
-    for (const auto& t : a["steps"][0]["tokens"]) ta.push_back(t["id"]);
-    for (const auto& t : b["steps"][0]["tokens"]) tb.push_back(t["id"]);
+    for (const auto& t : a[kdoc::kSteps][0][kstep::kTokens]) ta.push_back(t[ktok::kId]);
+    for (const auto& t : b[kdoc::kSteps][0][kstep::kTokens]) tb.push_back(t[ktok::kId]);
     if (ta != tb)
       fail("cannot compare runs of different prompts: the prefill tokens of ", o.label_a, " and ", o.label_b, " differ");
   }
@@ -146,11 +155,11 @@ void check_same_run(const json& a, const json& b, const DiffOptions& o) {
 
 json side_info(const json& t, const std::string& label) {
   return {{"file", label},
-          {"matmul_path", str_at(t, {"meta", "matmul_path"})},
-          {"backend", str_at(t, {"meta", "backend"})},
-          {"device", str_at(t, {"meta", "device"})},
-          {"complete", t.value("complete", false)},
-          {"steps", t["steps"].size()}};
+          {"matmul_path", str_at(t, {kdoc::kMeta, kmeta::kMatmulPath})},
+          {"backend", str_at(t, {kdoc::kMeta, kmeta::kBackend})},
+          {"device", str_at(t, {kdoc::kMeta, kmeta::kDevice})},
+          {"complete", t.value(kdoc::kComplete, false)},
+          {"steps", t[kdoc::kSteps].size()}};
 }
 
 void check_metric(const DiffOptions& o) {
@@ -160,14 +169,14 @@ void check_metric(const DiffOptions& o) {
 }
 
 void check_document(const json& t, const std::string& label) {
-  if (!t.is_object() || !t.contains("graphs") || !t.contains("steps") || (t["version"] != 2 && t["version"] != 3))
+  if (!t.is_object() || !t.contains(kdoc::kGraphs) || !t.contains(kdoc::kSteps) || (t[kdoc::kVersion] != 2 && t[kdoc::kVersion] != 3))
     fail("diff: ", label, " is not a minfer-trace version 2 or 3 document");
 }
 
 // The fields every comparison output starts with.
 json output_head(const json& a, const DiffOptions& o, const char* metrics_source) {
   json out;
-  out["model"] = {{"file", str_at(a, {"meta", "model", "file"})}, {"sha256", str_at(a, {"meta", "model", "sha256"})}};
+  out["model"] = {{"file", str_at(a, {kdoc::kMeta, kmeta::kModel, kmodel::kFile})}, {"sha256", str_at(a, {kdoc::kMeta, kmeta::kModel, kmodel::kSha256})}};
   out["threshold"] = {{"metric", o.metric}, {"value", o.threshold}};
   out["metrics_source"] = metrics_source;
   out["first_divergent"] = nullptr;
@@ -239,52 +248,53 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
   check_same_run(a, b, o);
 
   std::map<std::string, const json*> graphs;
-  for (const auto& g : a["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+  for (const auto& g : a[kdoc::kGraphs]) graphs[g[kgraph::kId].get<std::string>()] = &g;
 
   json out = output_head(a, o, "grid");
+  json steps_out = json::array();
   out["a"] = side_info(a, o.label_a);
   out["b"] = side_info(b, o.label_b);
   json warnings = json::array();
-  if (!a.value("complete", false)) warnings.push_back(o.label_a + " is an unfinished trace");
-  if (!b.value("complete", false)) warnings.push_back(o.label_b + " is an unfinished trace");
-  if (a["steps"].size() != b["steps"].size())
-    warnings.push_back("step counts differ (" + std::to_string(a["steps"].size()) + " vs " +
-                       std::to_string(b["steps"].size()) + "): the first " +
-                       std::to_string(std::min(a["steps"].size(), b["steps"].size())) + " are compared");
+  if (!a.value(kdoc::kComplete, false)) warnings.push_back(o.label_a + " is an unfinished trace");
+  if (!b.value(kdoc::kComplete, false)) warnings.push_back(o.label_b + " is an unfinished trace");
+  if (a[kdoc::kSteps].size() != b[kdoc::kSteps].size())
+    warnings.push_back("step counts differ (" + std::to_string(a[kdoc::kSteps].size()) + " vs " +
+                       std::to_string(b[kdoc::kSteps].size()) + "): the first " +
+                       std::to_string(std::min(a[kdoc::kSteps].size(), b[kdoc::kSteps].size())) + " are compared");
 
   std::map<std::string, std::array<double, 3>> op_times;  // op -> us_a, us_b, count
   size_t agree = 0, with_tokens = 0, no_grid = 0;
   bool inputs_agree = true;
-  const size_t n = std::min(a["steps"].size(), b["steps"].size());
+  const size_t n = std::min(a[kdoc::kSteps].size(), b[kdoc::kSteps].size());
   // Identical: same step count, and every step's tokens, logits and compared nodes equal at the
   // recorded precision.
-  bool identical = n > 0 && a["steps"].size() == b["steps"].size();
+  bool identical = n > 0 && a[kdoc::kSteps].size() == b[kdoc::kSteps].size();
   for (size_t si = 0; si < n; ++si) {
     stop_if_cancelled(o.cancel);
-    const json &sa = a["steps"][si], &sb = b["steps"][si];
-    const json& g = *graphs.at(sa["graph"].get<std::string>());
+    const json &sa = a[kdoc::kSteps][si], &sb = b[kdoc::kSteps][si];
+    const json& g = *graphs.at(sa[kstep::kGraph].get<std::string>());
     json st;
     st["index"] = si;
-    st["phase"] = sa["phase"];
-    step_tokens(st, sa["logits"], sb["logits"], agree, with_tokens);
+    st["phase"] = sa[kstep::kPhase];
+    step_tokens(st, sa[kstep::kLogits], sb[kstep::kLogits], agree, with_tokens);
     // Once one step's input tokens differ, every later step differs too (its KV cache holds the
     // other tokens), even where the tokens happen to match again.
-    inputs_agree = inputs_agree && sa["tokens"] == sb["tokens"];
+    inputs_agree = inputs_agree && sa[kstep::kTokens] == sb[kstep::kTokens];
     st["inputs_agree"] = inputs_agree;
-    identical = identical && inputs_agree && sa["logits"] == sb["logits"];
-    st["time_ms_a"] = sa["time_ms"];
-    st["time_ms_b"] = sb["time_ms"];
+    identical = identical && inputs_agree && sa[kstep::kLogits] == sb[kstep::kLogits];
+    st["time_ms_a"] = sa[kstep::kTimeMs];
+    st["time_ms_b"] = sb[kstep::kTimeMs];
 
     std::map<int64_t, const json*> rb;
-    for (const auto& r : sb["nodes"]) rb[r["id"].get<int64_t>()] = &r;
+    for (const auto& r : sb[kstep::kNodes]) rb[r[knode::kId].get<int64_t>()] = &r;
     json nodes = json::array();
-    for (const auto& ra : sa["nodes"]) {
+    for (const auto& ra : sa[kstep::kNodes]) {
       stop_if_cancelled(o.cancel);  // a node's grids can hold thousands of values each
-      const int64_t id = ra["id"];
+      const int64_t id = ra[knode::kId];
       auto it = rb.find(id);
       if (it == rb.end()) continue;
       const json& rbj = *it->second;
-      const json& node = g["nodes"][static_cast<size_t>(id)];
+      const json& node = g[kgraph::kNodes][static_cast<size_t>(id)];
       const std::string op = node["op"];
       auto& ot = op_times[op];
       ot[0] += ra.value("time_us", 0.0);
@@ -320,8 +330,9 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
       nodes.push_back(std::move(nr));
     }
     st["nodes"] = std::move(nodes);
-    out["steps"].push_back(std::move(st));
+    steps_out.push_back(std::move(st));
   }
+  out["steps"] = std::move(steps_out);
   if (no_grid > 0 && o.metric != "rel_err")
     warnings.push_back(std::to_string(no_grid) + " node records have no comparable value grids (stats-only "
                        "trace or different grid options): they cannot diverge by " + o.metric);
@@ -332,44 +343,45 @@ json diff(const json& a, const json& b, const DiffOptions& o) {
 json diff_paired(const json& t, const DiffOptions& o) {
   check_metric(o);
   check_document(t, o.label_a);
-  if (t["version"] != 3 || !t["meta"].contains("compare"))  // the v3 schema checks meta.compare's shape
+  if (t[kdoc::kVersion] != 3 || !t[kdoc::kMeta].contains(kmeta::kCompare))  // the v3 schema checks meta.compare's shape
     fail("diff: ", o.label_a, " is not a paired trace (no meta.compare, recorded without --compare-path): "
          "give two traces A B");
-  const json& cm = t["meta"]["compare"];
+  const json& cm = t[kdoc::kMeta][kmeta::kCompare];
   std::map<std::string, const json*> graphs;
-  for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+  for (const auto& g : t[kdoc::kGraphs]) graphs[g[kgraph::kId].get<std::string>()] = &g;
 
   json out = output_head(t, o, "full");
+  json steps_out = json::array();
   out["a"] = side_info(t, o.label_a);
   out["b"] = side_info(t, o.label_a + " (reference)");
-  out["b"]["matmul_path"] = cm["path"];
-  out["b"]["backend"] = cm["backend"];
+  out["b"]["matmul_path"] = cm[keys::compare_meta::kPath];
+  out["b"]["backend"] = cm[keys::compare_meta::kBackend];
   json warnings = json::array();
-  if (!t.value("complete", false)) warnings.push_back(o.label_a + " is an unfinished trace");
+  if (!t.value(kdoc::kComplete, false)) warnings.push_back(o.label_a + " is an unfinished trace");
 
   std::map<std::string, std::array<double, 3>> op_times;
   size_t agree = 0, with_tokens = 0, no_cmp = 0;
-  bool identical = !t["steps"].empty();
+  bool identical = !t[kdoc::kSteps].empty();
   double worst_local = INFINITY;
-  const size_t n = t["steps"].size();
+  const size_t n = t[kdoc::kSteps].size();
   for (size_t si = 0; si < n; ++si) {
     stop_if_cancelled(o.cancel);
-    const json& s = t["steps"][si];
-    const json& g = *graphs.at(s["graph"].get<std::string>());
-    const json ref_logits = s.value("ref_logits", json(nullptr));
+    const json& s = t[kdoc::kSteps][si];
+    const json& g = *graphs.at(s[kstep::kGraph].get<std::string>());
+    const json ref_logits = s.value(kstep::kRefLogits, json(nullptr));
     json st;
     st["index"] = si;
-    st["phase"] = s["phase"];
-    step_tokens(st, s["logits"], ref_logits, agree, with_tokens);
+    st["phase"] = s[kstep::kPhase];
+    step_tokens(st, s[kstep::kLogits], ref_logits, agree, with_tokens);
     st["inputs_agree"] = true;  // lockstep: B was fed the tokens A was fed
-    st["kl"] = s.contains("compare") ? s["compare"]["kl"] : json(nullptr);
+    st["kl"] = s.contains(kstep::kCompare) ? s[kstep::kCompare]["kl"] : json(nullptr);
     identical = identical && st["kl"] == 0 && st["agree"] == true;
-    st["time_ms_a"] = s["time_ms"];
+    st["time_ms_a"] = s[kstep::kTimeMs];
     st["time_ms_b"] = nullptr;
     json nodes = json::array();
-    for (const auto& r : s["nodes"]) {
-      const int64_t id = r["id"];
-      const json& node = g["nodes"][static_cast<size_t>(id)];
+    for (const auto& r : s[kstep::kNodes]) {
+      const int64_t id = r[knode::kId];
+      const json& node = g[kgraph::kNodes][static_cast<size_t>(id)];
       const std::string op = node["op"];
       auto& ot = op_times[op];
       ot[0] += r.value("time_us", 0.0);
@@ -410,11 +422,12 @@ json diff_paired(const json& t, const DiffOptions& o) {
       nodes.push_back(std::move(nr));
     }
     st["nodes"] = std::move(nodes);
-    out["steps"].push_back(std::move(st));
+    steps_out.push_back(std::move(st));
   }
+  out["steps"] = std::move(steps_out);
   if (no_cmp > 0)
     warnings.push_back(std::to_string(no_cmp) + " node records have no comparison with the reference");
-  if (!cm.value("local", false)) warnings.push_back("the backend could not rerun nodes: no local error");
+  if (!cm.value(keys::compare_meta::kLocal, false)) warnings.push_back("the backend could not rerun nodes: no local error");
   finish_output(out, n, agree, with_tokens, identical, op_times, false, std::move(warnings));
   return out;
 }

@@ -7,11 +7,20 @@
 #include <sstream>
 
 #include "format_number.h"
+#include "format/trace_keys.h"
 #include "roofline_table.h"
 
 namespace minfer::trace {
 
 using nlohmann::json;
+
+namespace kdoc = keys::document;
+namespace kmeta = keys::meta;
+namespace kmodel = keys::model;
+namespace kgraph = keys::graph;
+namespace kstep = keys::step;
+namespace ktok = keys::token;
+namespace knode = keys::node_record;
 
 namespace {
 
@@ -25,36 +34,36 @@ std::string printable(std::string s) {
 
 std::string summarize_trace(const json& t, int top_nodes) {
   std::ostringstream os;
-  const json& meta = t["meta"];
-  const json model = meta.value("model", json::object());
-  os << "model     " << model.value("file", "?") << "  (" << model.value("architecture", "?")
-     << ", sha256 " << model.value("sha256", "?").substr(0, 16) << ")\n";
-  os << "run       backend " << meta.value("backend", "?") << ", matmul " << meta.value("matmul_path", "?")
-     << ", device " << meta.value("device", "?") << ", recorded " << meta.value("recorded_at", "?") << "\n";
-  if (meta.contains("compare") && meta["compare"].is_object())  // v3 paired trace
-    os << "paired    against the " << meta["compare"].value("path", "?") << " path in lockstep "
+  const json& meta = t[kdoc::kMeta];
+  const json model = meta.value(kmeta::kModel, json::object());
+  os << "model     " << model.value(kmodel::kFile, "?") << "  (" << model.value(kmodel::kArchitecture, "?")
+     << ", sha256 " << model.value(kmodel::kSha256, "?").substr(0, 16) << ")\n";
+  os << "run       backend " << meta.value(kmeta::kBackend, "?") << ", matmul " << meta.value(kmeta::kMatmulPath, "?")
+     << ", device " << meta.value(kmeta::kDevice, "?") << ", recorded " << meta.value(kmeta::kRecordedAt, "?") << "\n";
+  if (meta.contains(kmeta::kCompare) && meta[kmeta::kCompare].is_object())  // v3 paired trace
+    os << "paired    against the " << meta[kmeta::kCompare].value(keys::compare_meta::kPath, "?") << " path in lockstep "
        << "(`minfer-trace diff FILE` compares them)\n";
-  if (meta.contains("tokens_from") && meta["tokens_from"].is_object())
-    os << "replayed  the tokens of " << meta["tokens_from"].value("file", "?") << " (--tokens-from)\n";
-  const json& steps = t["steps"];
+  if (meta.contains(kmeta::kTokensFrom) && meta[kmeta::kTokensFrom].is_object())
+    os << "replayed  the tokens of " << meta[kmeta::kTokensFrom].value("file", "?") << " (--tokens-from)\n";
+  const json& steps = t[kdoc::kSteps];
   size_t decode = steps.empty() ? 0 : steps.size() - 1;
   os << "steps     " << steps.size() << " (prefill + " << decode << " decode)"
-     << (t.value("complete", false) ? "" : "  [UNFINISHED trace: complete = false]") << "\n";
+     << (t.value(kdoc::kComplete, false) ? "" : "  [UNFINISHED trace: complete = false]") << "\n";
 
   // Tokens: the prompt, then what the run generated (chosen tokens).
   std::string prompt, generated;
   size_t n_prompt = 0;
   if (!steps.empty()) {
-    for (const auto& tok : steps[0]["tokens"]) prompt += tok.value("text", ""), ++n_prompt;
+    for (const auto& tok : steps[0][kstep::kTokens]) prompt += tok.value(ktok::kText, ""), ++n_prompt;
   }
   for (const auto& s : steps)
-    if (!s["logits"].is_null()) generated += s["logits"].value("chosen_text", "");
+    if (!s[kstep::kLogits].is_null()) generated += s[kstep::kLogits].value(keys::logits::kChosenText, "");
   os << "prompt    " << n_prompt << " tokens: \"" << printable(prompt) << "\"\n";
-  os << "generated " << decode + (steps.empty() || steps.back()["logits"].is_null() ? 0 : 1)
+  os << "generated " << decode + (steps.empty() || steps.back()[kstep::kLogits].is_null() ? 0 : 1)
      << " tokens: \"" << printable(generated) << "\"\n";
 
   std::map<std::string, const json*> graphs;
-  for (const auto& g : t["graphs"]) graphs[g["id"].get<std::string>()] = &g;
+  for (const auto& g : t[kdoc::kGraphs]) graphs[g[kgraph::kId].get<std::string>()] = &g;
 
   struct Peak { double absmax; size_t step; std::string name; };
   std::map<std::string, Peak> peaks;  // by node name: the largest |x| over all steps
@@ -63,11 +72,11 @@ std::string summarize_trace(const json& t, int top_nodes) {
   double node_us_total = 0;
   for (size_t si = 0; si < steps.size(); ++si) {
     const json& s = steps[si];
-    auto g = graphs.find(s["graph"].get<std::string>());
+    auto g = graphs.find(s[kstep::kGraph].get<std::string>());
     if (g == graphs.end()) continue;
-    const json& nodes = (*g->second)["nodes"];
-    for (const auto& r : s["nodes"]) {
-      const size_t id = r["id"].get<size_t>();
+    const json& nodes = (*g->second)[kgraph::kNodes];
+    for (const auto& r : s[kstep::kNodes]) {
+      const size_t id = r[knode::kId].get<size_t>();
       if (id >= nodes.size()) continue;
       const json& node = nodes[id];
       const std::string name = node["name"], op = node["op"];
@@ -104,10 +113,10 @@ std::string summarize_trace(const json& t, int top_nodes) {
        << fmt("%12.3f ms", v.first / 1e3) << fmt("  %5.1f %%", node_us_total > 0 ? 100 * v.first / node_us_total : 0)
        << "  (" << v.second << " node runs)\n";
   os << roofline_table(t);
-  if (t.contains("timings")) {
-    const json& tm = t["timings"];
+  if (t.contains(kdoc::kTimings)) {
+    const json& tm = t[kdoc::kTimings];
     os << "\ntimings   ";
-    for (const char* k : {"load_ms", "prefill_ms", "prefill_tok_s", "decode_tok_s"})
+    for (const char* k : {keys::timings::kLoadMs, keys::timings::kPrefillMs, keys::timings::kPrefillTokS, keys::timings::kDecodeTokS})
       if (tm.contains(k) && tm[k].is_number()) os << k << " " << fmt("%.3g", tm[k].get<double>()) << "  ";
     os << "\n";
   }

@@ -5,10 +5,14 @@
 #   1. a name of a group that says "schema: <pointer>" is not a property of that object of
 #      traces/schema/minfer-trace-v3.schema.json (a misspelt or removed field);
 #   2. the schema has a top-level field the `document` group does not name (one was added);
-#   3. a source of viz-server (tests aside) spells a `document` or `step` name as a string of its
-#      own, e.g. find("steps") or key == "nodes", instead of reading it from trace_keys.h. An
-#      object the server builds for its own API, {"steps", n}, is its answer, not a trace read,
-#      and is allowed. Comments (from // on) are not code and are not checked.
+#   3. a source of viz-server or of the recorder (recorder/*.cpp|h and recorder/programs/; tests
+#      aside, and recorder/format/, the home itself) spells a `document` or `step` name as a
+#      string of its own, e.g. find("steps") or key == "nodes", instead of reading it from
+#      trace_keys.h. What the code builds for its own answers is not a trace read and is allowed:
+#      an object {"steps", n} and a field written, out["steps"] = x. A line that spells such a
+#      string for another reason says why in a comment starting "trace-keys:", e.g.
+#      `if (op == "logits")  // trace-keys: an op's name`. Comments (from // on) are not code and
+#      are not checked.
 cmake_minimum_required(VERSION 3.25)  # string(JSON)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<repository root> -P check-trace-keys.cmake")
@@ -17,7 +21,11 @@ endif()
 set(kHeader "recorder/format/trace_keys.h")
 set(kSchema "traces/schema/minfer-trace-v3.schema.json")
 set(kScannedGroups document step)
-set(kScannedDirs viz-server)
+set(kScannedDirs viz-server recorder)
+# Not scanned: the format's home, which spells the names, and tests, which spell them on purpose.
+set(kExcluded "^recorder/format/" "(^|/)tests/"
+    # its option names (nodes=, steps=, kernels=) are the --trace options', not the trace's fields
+    "^recorder/recorder_options.cpp$")
 
 file(READ "${ROOT}/${kSchema}" schema)
 file(STRINGS "${ROOT}/${kHeader}" header_lines)
@@ -74,7 +82,13 @@ file(GLOB_RECURSE sources RELATIVE "${ROOT}" ${globs})
 list(SORT sources)
 set(checked 0)
 foreach(f IN LISTS sources)
-  if(f MATCHES "(^|/)tests/")
+  set(excluded FALSE)
+  foreach(x IN LISTS kExcluded)
+    if(f MATCHES "${x}")
+      set(excluded TRUE)
+    endif()
+  endforeach()
+  if(excluded)
     continue()
   endif()
   math(EXPR checked "${checked} + 1")
@@ -88,6 +102,9 @@ foreach(f IN LISTS sources)
   set(n 0)
   foreach(line IN LISTS lines)
     math(EXPR n "${n} + 1")
+    if(line MATCHES "// *trace-keys: *[^ ]")  # says why its strings are not the trace's fields
+      continue()
+    endif()
     string(REGEX REPLACE "//.*$" "" code "${line}")
     foreach(name IN LISTS scanned_names)
       if(NOT code MATCHES "\"${name}\"")
@@ -95,6 +112,8 @@ foreach(f IN LISTS sources)
       endif()
       # {"steps", n}: the server's own answer; {"steps", "nodes"} is a list of names, checked
       string(REGEX REPLACE "{ *\"${name}\" *, *([^\" ])" "\\1" reads "${code}")
+      # out["steps"] = x: a field of the code's own answer, written (not ==)
+      string(REGEX REPLACE "<lbracket> *\"${name}\" *<rbracket> *=([^=]|$)" "<rbracket> =\\1" reads "${reads}")
       if(reads MATCHES "\"${name}\"")
         string(STRIP "${line}" shown)
         string(REPLACE "<lbracket>" "[" shown "${shown}")
@@ -105,8 +124,9 @@ foreach(f IN LISTS sources)
     endforeach()
   endforeach()
 endforeach()
+list(JOIN kScannedDirs " and " dirs)
 if(checked EQUAL 0)
-  message(FATAL_ERROR "trace_keys: no sources under ${ROOT}/${kScannedDirs} (wrong ROOT?)")
+  message(FATAL_ERROR "trace_keys: no sources under ${ROOT} in ${dirs} (wrong ROOT?)")
 endif()
 
 if(found)
@@ -114,4 +134,4 @@ if(found)
                       "fields of ${kSchema} (docs/DESIGN.md, \"The trace contract's homes\"):\n${found}")
 endif()
 list(LENGTH scanned_names n_scanned)
-message(STATUS "trace_keys: ${n_names} names agree with the schema; ${checked} sources of ${kScannedDirs} spell none of the ${n_scanned} document and step names")
+message(STATUS "trace_keys: ${n_names} names agree with the schema; ${checked} sources of ${dirs} spell none of the ${n_scanned} document and step names")

@@ -59,7 +59,7 @@ class LiveObserver final : public Observer {
   LiveObserver(Observer* trace, Run& run, const Tokenizer& tok) : rec_(trace), run_(run), tok_(tok) {}
   void on_graph(const Graph& g) override {
     rec_->on_graph(g);
-    push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});
+    push(*run_.log, "graph", {{"graph", trace::graph_to_json(g)}});  // trace-keys: the live event's kind
   }
   void on_step_begin(const Graph& g, const StepInfo& s) override {
     // The step boundary is where a cancel takes effect: the trace keeps whole steps only.

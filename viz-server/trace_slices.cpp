@@ -184,8 +184,8 @@ void handle_slice(const httplib::Request& req, httplib::Response& res, VizContex
       return;
     }
     const std::string base = "slice|" + identity(*file) + "|";
-    if (part == "index") {
-      send_cached(req, res, ctx, base + "index", [&] { return slice_index(sc->text, sc->layout); });
+    if (part == "index") {  // trace-keys: a part of the slice URL
+      send_cached(req, res, ctx, base + part, [&] { return slice_index(sc->text, sc->layout); });
       return;
     }
     const std::string k = part.substr(6);  // "steps/K"

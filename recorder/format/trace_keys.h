@@ -3,8 +3,8 @@
 // C++. Each group says which object of traces/schema/minfer-trace-v3.schema.json it names
 // ("schema: <JSON pointer to its properties>"). scripts/check-trace-keys.cmake (ctest
 // trace_keys) checks every name against that object, that `document` names every top-level
-// field of the schema, and that no source of viz-server spells a `document` or `step` name as
-// a string of its own.
+// field of the schema, and that no source of viz-server or of the recorder's readers spells a
+// `document` or `step` name as a string of its own.
 #pragma once
 
 namespace minfer::trace::keys {
@@ -30,6 +30,8 @@ inline constexpr char kDevice[] = "device";
 inline constexpr char kMatmulPath[] = "matmul_path";
 inline constexpr char kPrompt[] = "prompt";
 inline constexpr char kRecordedAt[] = "recorded_at";
+inline constexpr char kMatmulKernels[] = "matmul_kernels";
+inline constexpr char kTokensFrom[] = "tokens_from";
 inline constexpr char kCompare[] = "compare";
 }  // namespace meta
 
@@ -38,24 +40,42 @@ inline constexpr char kFile[] = "file";
 inline constexpr char kName[] = "name";
 inline constexpr char kArchitecture[] = "architecture";
 inline constexpr char kSha256[] = "sha256";
+inline constexpr char kHparams[] = "hparams";
 }  // namespace model
 
 // meta.compare of a paired trace.
 namespace compare_meta {  // schema: /$defs/compare_meta/properties
 inline constexpr char kPath[] = "path";
+inline constexpr char kBackend[] = "backend";
+inline constexpr char kLocal[] = "local";
 }  // namespace compare_meta
 
 namespace graph {  // schema: /$defs/graph/properties
+inline constexpr char kId[] = "id";
+inline constexpr char kPhase[] = "phase";
+inline constexpr char kNTokens[] = "n_tokens";
 inline constexpr char kNodes[] = "nodes";
 }  // namespace graph
 
 namespace step {  // schema: /$defs/step/properties
+inline constexpr char kIndex[] = "index";
+inline constexpr char kGraph[] = "graph";
+inline constexpr char kPos[] = "pos";
+inline constexpr char kTimeMs[] = "time_ms";
 inline constexpr char kPhase[] = "phase";
 inline constexpr char kTokens[] = "tokens";
 inline constexpr char kNodes[] = "nodes";
 inline constexpr char kLogits[] = "logits";
 inline constexpr char kKernels[] = "kernels";
+inline constexpr char kRefLogits[] = "ref_logits";
+inline constexpr char kCompare[] = "compare";
 }  // namespace step
+
+// A step's input token.
+namespace token {  // schema: /$defs/token/properties
+inline constexpr char kId[] = "id";
+inline constexpr char kText[] = "text";
+}  // namespace token
 
 // The values of a step's `phase` (and of a version-1 phase's `kind`).
 inline constexpr char kPrefill[] = "prefill";
@@ -63,9 +83,13 @@ inline constexpr char kPrefill[] = "prefill";
 namespace logits {  // schema: /$defs/logits/properties
 inline constexpr char kTop[] = "top";
 inline constexpr char kChosen[] = "chosen";
+inline constexpr char kChosenText[] = "chosen_text";
 }  // namespace logits
 
 namespace node_record {  // schema: /$defs/node_summary/properties
+inline constexpr char kId[] = "id";
+inline constexpr char kTimeUs[] = "time_us";
+inline constexpr char kStats[] = "stats";
 inline constexpr char kGrid[] = "grid";
 inline constexpr char kHist[] = "hist";
 }  // namespace node_record
@@ -73,6 +97,13 @@ inline constexpr char kHist[] = "hist";
 namespace grid {  // schema: /$defs/grid/properties
 inline constexpr char kValues[] = "values";
 }  // namespace grid
+
+namespace timings {  // schema: /$defs/timings/properties
+inline constexpr char kLoadMs[] = "load_ms";
+inline constexpr char kPrefillMs[] = "prefill_ms";
+inline constexpr char kPrefillTokS[] = "prefill_tok_s";
+inline constexpr char kDecodeTokS[] = "decode_tok_s";
+}  // namespace timings
 
 // Version 1, the upstream layout (docs/trace-format.md, "Version 1"; it has no schema): model,
 // prompt and backend at the top level, steps inside phases.

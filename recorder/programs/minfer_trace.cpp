@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/checked_trace.h"
+#include "format/trace_keys.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/parse_number.h"
@@ -27,6 +28,7 @@
 
 using nlohmann::json;
 namespace tr = minfer::trace;
+namespace kdoc = minfer::trace::keys::document;
 
 namespace {
 
@@ -84,8 +86,8 @@ int cmd_validate(std::vector<std::string> args) {
   tr::LoadInfo li;
   const json t = tr::load_trace(file, &li, g_read);
   warn_if_journal(file);
-  if (t["version"] != 2 && t["version"] != 3)
-    minfer::fail(file, ": version ", t["version"].dump(), " cannot be validated (versions ", tr::validated_versions(), ")");
+  if (t[kdoc::kVersion] != 2 && t[kdoc::kVersion] != 3)
+    minfer::fail(file, ": version ", t[kdoc::kVersion].dump(), " cannot be validated (versions ", tr::validated_versions(), ")");
   std::vector<std::string> errs;
   if (schema_path.empty()) {
     errs = tr::validate_trace(t);
@@ -99,8 +101,8 @@ int cmd_validate(std::vector<std::string> args) {
     for (const auto& e : errs) std::cerr << "  " << e << "\n";
     return 1;
   }
-  std::cout << file << ": valid minfer-trace v" << t["version"].dump() << ", " << t["steps"].size() << " steps, "
-            << t["graphs"].size() << " graphs, " << (t["complete"] == true ? "complete" : "UNFINISHED (complete: false)")
+  std::cout << file << ": valid minfer-trace v" << t[kdoc::kVersion].dump() << ", " << t[kdoc::kSteps].size() << " steps, "
+            << t[kdoc::kGraphs].size() << " graphs, " << (t[kdoc::kComplete] == true ? "complete" : "UNFINISHED (complete: false)")  // trace-keys: prose
             << (li.salvaged ? ", salvaged from a cut file" : "") << (li.gzip ? ", gzip" : "") << "\n";
   return 0;
 }
@@ -119,11 +121,11 @@ std::string f3(const json& v, const char* fmt = "%.3g") {
 }
 
 void print_diff(const json& d, std::ostream& out) {
-  const json &a = d["a"], &b = d["b"];
+  const json &a = d["a"], &b = d["b"];  // the diff's answer (trace_diff.h), not a trace:
   out << "A: " << a["file"].get<std::string>() << "  (" << a["backend"].get<std::string>() << ", "
-            << a["matmul_path"].get<std::string>() << ", " << a["steps"] << " steps)\n"
+            << a["matmul_path"].get<std::string>() << ", " << a["steps"] << " steps)\n"  // trace-keys: the diff's answer
             << "B: " << b["file"].get<std::string>() << "  (" << b["backend"].get<std::string>() << ", "
-            << b["matmul_path"].get<std::string>() << ", " << b["steps"] << " steps)\n";
+            << b["matmul_path"].get<std::string>() << ", " << b["steps"] << " steps)\n";  // trace-keys: the diff's answer
   for (const auto& w : d["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
   const bool full = d["metrics_source"] == "full";
   out << "metrics: " << (full ? "full tensors (paired trace, B = the reference)" : "sampled value grids (A = the reference)")
@@ -149,10 +151,10 @@ void print_diff(const json& d, std::ostream& out) {
   out << "token agreement: " << f3(d["token_agreement"], "%.3f") << " over " << d["steps_compared"]
             << " steps\n\nstep  token A          token B          agree  " << (full ? "KL(full) " : "KL(top-k)")
             << "  min SQNR dB  node\n";
-  for (const auto& s : d["steps"]) {
+  for (const auto& s : d["steps"]) {  // trace-keys: the diff's answer
     double worst = INFINITY;
     std::string worst_name = "-";
-    for (const auto& n : s["nodes"])
+    for (const auto& n : s["nodes"])  // trace-keys: the diff's answer
       if (n["sqnr_db"].is_number() && n["sqnr_db"].get<double>() < worst)
         worst = n["sqnr_db"].get<double>(), worst_name = n["name"].get<std::string>();
     auto tok = [](const json& id, const json& text) {
@@ -160,8 +162,9 @@ void print_diff(const json& d, std::ostream& out) {
       t.resize(16, ' ');
       return t;
     };
+    const int index = s["index"].get<int>();  // trace-keys: the diff's answer
     char line[256];
-    std::snprintf(line, sizeof line, "%4d  %s %s %-5s  %9s  %11s  %s\n", s["index"].get<int>(),
+    std::snprintf(line, sizeof line, "%4d  %s %s %-5s  %9s  %11s  %s\n", index,
                   tok(s["token_a"], s["text_a"]).c_str(), tok(s["token_b"], s["text_b"]).c_str(),
                   s["agree"].get<bool>() ? "yes" : "NO", f3(full ? s["kl"] : s["kl_topk"]).c_str(),
                   std::isfinite(worst) ? f3(json(worst), "%.1f").c_str() : "-", worst_name.c_str());
