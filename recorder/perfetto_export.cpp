@@ -12,13 +12,6 @@ namespace minfer::trace {
 
 using nlohmann::json;
 
-namespace kdoc = keys::document;
-namespace kmeta = keys::meta;
-namespace kmodel = keys::model;
-namespace kgraph = keys::graph;
-namespace kstep = keys::step;
-namespace knode = keys::node_record;
-
 namespace {
 constexpr int kPid = 1;
 // Track ids ("tid"s), also their display order. Lanes after the first of a GPU track get ids

@@ -13,10 +13,6 @@ namespace minfer::trace {
 
 using nlohmann::json;
 
-namespace kdoc = keys::document;
-namespace kgraph = keys::graph;
-namespace kstep = keys::step;
-
 namespace {
 
 std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }

@@ -14,14 +14,6 @@ namespace minfer::trace {
 
 using nlohmann::json;
 
-namespace kdoc = keys::document;
-namespace kmeta = keys::meta;
-namespace kmodel = keys::model;
-namespace kgraph = keys::graph;
-namespace kstep = keys::step;
-namespace ktok = keys::token;
-namespace knode = keys::node_record;
-
 namespace {
 
 std::string printable(std::string s) {

@@ -100,8 +100,6 @@ __global__ void __launch_bounds__(kThreads)
                          vec4);
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 void check_heads(const char* kernel, int64_t n_head, int64_t n_head_kv, int64_t head_dim) {
   if (n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0)
     fail("CUDA kernel ", kernel, ": n_head (", n_head, ") must be a positive multiple of n_head_kv (", n_head_kv, ")");

@@ -18,6 +18,9 @@
 
 namespace minfer::cuda::attention_detail {
 
+// Host: whether p allows float4 access (the decode kernels' vector loads and stores).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 constexpr int kThreads = 128;
 constexpr int kChunk = kThreads;  // keys per chunk: one key per thread when scoring
 constexpr int kMaxHeadDim = 256;

@@ -300,8 +300,6 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == 0) tickets[hg + z] = 0;  // every live CTA of this slice has taken its ticket
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 template <int kHd, int kMaxG>
 void launch(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,
             int64_t n_head_kv, int group, int64_t max_ctx, float* scratch, unsigned int* tickets, float scale,
@@ -330,8 +328,9 @@ bool attention_decode_gqa_usable(const float* q, const float* k_cache, const flo
                                  const float* scratch, int64_t n_head, int64_t n_head_kv, int64_t head_dim) {
   static_assert(kGqaMaxGroup == 8, "launch_hd's largest bucket");
   return (head_dim == 64 || head_dim == 128) && n_head_kv > 0 && n_head % n_head_kv == 0 &&
-         n_head / n_head_kv <= kGqaMaxGroup && aligned16(q) && aligned16(k_cache) && aligned16(v_cache) &&
-         aligned16(out) && aligned16(scratch);
+         n_head / n_head_kv <= kGqaMaxGroup && attention_detail::aligned16(q) &&
+         attention_detail::aligned16(k_cache) && attention_detail::aligned16(v_cache) &&
+         attention_detail::aligned16(out) && attention_detail::aligned16(scratch);
 }
 
 void attention_decode_gqa(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,

@@ -121,3 +121,14 @@ inline constexpr char kNodeValues[] = "values";
 }  // namespace v1
 
 }  // namespace minfer::trace::keys
+
+// The readers' short names for the groups, declared here once rather than in each reader.
+namespace minfer::trace {
+namespace kdoc = keys::document;
+namespace kmeta = keys::meta;
+namespace kmodel = keys::model;
+namespace kgraph = keys::graph;
+namespace kstep = keys::step;
+namespace ktok = keys::token;
+namespace knode = keys::node_record;
+}  // namespace minfer::trace
