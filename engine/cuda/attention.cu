@@ -6,8 +6,9 @@
 // and two partial results merge exactly: m = max(m_a, m_b), w_x = e^(m_x - m),
 //   l = w_a l_a + w_b l_b,  acc = w_a acc_a + w_b acc_b;  at the end out = acc / l.
 // Prefill: one CTA per (row, head) walks its chunks in order, merging as it goes.
-// Decode (head dims other than 64 and 128, or more than 8 query heads per KV head; the others
-// take attention_decode_gqa.cu): one CTA per (chunk, head) over the reserved context (the live
+// Decode (head dims other than 64 and 128, more than 8 query heads per KV head, or a reserved
+// context short enough that the grouped-query kernel would give each CTA one head; the others take
+// attention_decode_gqa.cu): one CTA per (chunk, head) over the reserved context (the live
 // length is read from device memory, so chunks past it exit at once), partials to scratch; the
 // last live CTA of a head to finish (a per-head ticket counter) merges them, so a layer's
 // attention is one launch; with one live chunk (up to 128 keys) its CTA writes the output itself.
@@ -150,7 +151,10 @@ void attention_decode(const float* q, const int32_t* pos, const float* k_cache, 
     fail("CUDA kernel attention_decode: null pointer");
   // Head dims 64 and 128 with up to 8 query heads per KV head (Qwen2, Qwen3, Llama 3): one CTA per
   // KV head computes its whole group (attention_decode_gqa.cu). Other shapes: the kernel below.
-  if (attention_decode_gqa_usable(q, k_cache, v_cache, out, scratch, n_head, n_head_kv, head_dim))
+  // A reserved context so short that no CTA of it would ever share heads: the per-head kernel below
+  // (the same per-head step, the same bits, a smaller footprint).
+  if (attention_decode_gqa_usable(q, k_cache, v_cache, out, scratch, n_head, n_head_kv, head_dim) &&
+      attention_decode_gqa_shares_heads(n_head, n_head_kv, max_ctx))
     return attention_decode_gqa(q, pos, k_cache, v_cache, out, n_head, n_head_kv, head_dim, max_ctx, scratch, tickets,
                                 softmax_scale(head_dim), s);
   const bool vec4 = head_dim % 4 == 0 && aligned16(k_cache);

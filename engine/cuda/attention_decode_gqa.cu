@@ -18,8 +18,9 @@
 // (attention_chunk.cuh: its scratch layout and merge); several heads take the code below.
 // Measured on the H200 (Q4_0, tg128, tok/s; per-head kernel -> this one): 0.5b after 512 tokens
 // 1,482 -> 1,483, after 4096 985 -> 1,155; 7B after 512 463 -> 457, after 4096 334 -> 370. The
-// 7B's 1.5 % at short contexts, on the per-head path too, is not explained yet; the suspect is
-// this kernel's footprint (242 registers, 27.5 KB of shared memory against 40 and 2.6 KB).
+// 7B's 1.5 % at short contexts, on the per-head path too: this kernel's footprint (242 registers,
+// 27.5 KB of shared memory against 40 and 2.6 KB) is the suspect, so a reserved context short
+// enough that no CTA ever shares heads launches the per-head kernel (attention_decode_gqa_shares_heads).
 //
 // Thread-to-data (128 threads):
 //   scores:  thread t owns key t0 + t: its K row in registers (hd / 4 float4 loads at once), one
@@ -83,6 +84,15 @@ __device__ __forceinline__ void fma4(float4& a, float w, const float4& v) {
   a.w += w * v.w;
 }
 
+// The heads a CTA takes (see the header): the group split over ceil(SMs / (live chunks x KV heads))
+// CTAs, at most one per head. Host and device: attention_decode_gqa_shares_heads asks it too.
+__host__ __device__ __forceinline__ int heads_per_cta(int64_t n_live, int64_t n_head_kv, int group, int n_sms) {
+  const int64_t work = n_live * n_head_kv;
+  const int64_t want = work == 0 ? 1 : (n_sms + work - 1) / work;
+  const int split = want < 1 ? 1 : (want > group ? group : static_cast<int>(want));
+  return (group + split - 1) / split;
+}
+
 template <int kHd, int kMaxG>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_gqa_kernel(const float* q, const int32_t* pos, const float* __restrict__ k_cache,
@@ -97,10 +107,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t chunk = blockIdx.x, t0 = chunk * kChunk;
   const int kvh = blockIdx.y, hg = kvh * group;  // the group's first head
   // This CTA's heads: [h0, h0 + ng) of the group's, one slice of `n_split` (see the header).
-  const int64_t work = n_live * gridDim.y;
-  const int64_t want = work == 0 ? 1 : (n_sms + work - 1) / work;
-  const int split = want < 1 ? 1 : (want > group ? group : static_cast<int>(want));
-  const int per_cta = (group + split - 1) / split;
+  const int per_cta = heads_per_cta(n_live, gridDim.y, group, n_sms);
   const int n_split = (group + per_cta - 1) / per_cta;
   const int z = blockIdx.z;
   const int h0 = hg + z * per_cta, ng = min(per_cta, group - z * per_cta);
@@ -331,6 +338,12 @@ bool attention_decode_gqa_usable(const float* q, const float* k_cache, const flo
          n_head / n_head_kv <= kGqaMaxGroup && attention_detail::aligned16(q) &&
          attention_detail::aligned16(k_cache) && attention_detail::aligned16(v_cache) &&
          attention_detail::aligned16(out) && attention_detail::aligned16(scratch);
+}
+
+bool attention_decode_gqa_shares_heads(int64_t n_head, int64_t n_head_kv, int64_t max_ctx) {
+  // The longest context has the most live chunks, so the most heads per CTA.
+  const int64_t n_chunks = (max_ctx + kChunk - 1) / kChunk;
+  return heads_per_cta(n_chunks, n_head_kv, static_cast<int>(n_head / n_head_kv), sm_count()) > 1;
 }
 
 void attention_decode_gqa(const float* q, const int32_t* pos, const float* k_cache, const float* v_cache, float* out,

@@ -184,6 +184,7 @@ struct CudaBackend::Impl {
   void run_node(const Graph& g, const Node& n, StepPlan& p);
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
+  bool residual_matvec(const Node& n) const;
   int activation_block(const Node& n) const;
   static float* out(StepPlan& p, int id) { return p.ptr[static_cast<size_t>(id)]; }
   static const float* input(const Graph& g, const Node& n, size_t i, StepPlan& p) {
@@ -192,6 +193,8 @@ struct CudaBackend::Impl {
     return out(p, s.id);
   }
   void matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p);
+  // x (n's input, n.rows() rows of cols) as Q8_1 in p.act_q8, quantized unless it already holds it.
+  const void* quantized_input(const Node& n, const float* x, int64_t cols, StepPlan& p);
 };
 
 }  // namespace minfer

@@ -39,20 +39,21 @@ std::string CudaBackend::matmul_kernel(const Node& n) const {
   return w.type == WeightType::F32 ? "cublas f32 gemm" : std::string("cublas ") + minfer::name(w.type) + " gemm";
 }
 
+// Quantizes x into act_q8 unless it already holds it (the previous matmul had the same input).
+const void* CudaBackend::Impl::quantized_input(const Node& n, const float* x, int64_t cols, StepPlan& p) {
+  const StepPlan::QuantizedInput want{n.src[0], x, n.rows(), cols};
+  if (p.act_q8_holds != want) cuda::quantize_q8_1(x, n.rows(), cols, p.act_q8.get(), stream);
+  p.act_q8_holds = want;
+  return p.act_q8.get();
+}
+
 void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const float* bias, StepPlan& p) {
   const cuda::DeviceWeight& w = weights->get(n.weight);
   const int64_t nt = n.rows();
-  // Quantizes x into act_q8 unless it already holds it (the previous matmul had the same input).
-  auto quantized = [&] {
-    const StepPlan::QuantizedInput want{n.src[0], x, nt, w.cols};
-    if (p.act_q8_holds != want) cuda::quantize_q8_1(x, nt, w.cols, p.act_q8.get(), stream);
-    p.act_q8_holds = want;
-    return p.act_q8.get();
-  };
+  auto quantized = [&] { return quantized_input(n, x, w.cols, p); };
   if (nt == 1) {  // decode, and the LM head on the last row: matvec on the stored weights
     if (is_quantized(w.type)) {
-      quantized();
-      cuda::mmvq(w.type, w.data, w.rows, w.cols, p.act_q8.get(), bias, y, stream);
+      cuda::mmvq(w.type, w.data, w.rows, w.cols, quantized(), bias, y, stream);
     } else {
       cuda::gemv_float(w.type, w.data, w.rows, w.cols, x, bias, y, stream);
     }
@@ -166,7 +167,12 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
       cuda::FusedMatvecOut o = matvec_out(mv);
       o.residual = out(p, add.src[0] == mv.id ? add.src[1] : add.src[0]);
       o.y_plus_residual = out(p, add.id);
-      cuda::mmvq_fused(input(g, mv, 0, p), weights->get(mv.weight).cols, nullptr, eps, nullptr, &o, 1, stream);
+      const int64_t cols = weights->get(mv.weight).cols;
+      if (fusable_matvec(mv))  // x quantized in the launch's prologue
+        cuda::mmvq_fused(input(g, mv, 0, p), cols, nullptr, eps, nullptr, &o, 1, stream);
+      else  // too wide for the prologue (residual_matvec): its Q8_1 row first
+        cuda::mmvq_residual(o.type, o.w, o.n_out, cols, quantized_input(mv, input(g, mv, 0, p), cols, p), o.bias, o.y,
+                            o.residual, o.y_plus_residual, stream);
       break;
     }
     case cuda::FusedKind::RopeKv:       // q rope, k rope, K/V into the cache at the step's position

@@ -50,7 +50,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
   // Fusion first: a fused group reads its inputs and writes every member's output in the launch
   // of its last node, which is where the arena's lifetimes are measured.
   if (fusion)
-    p.fusion = cuda::plan_step_fusion(g, [this](const Node& n) { return fusable_matvec(n); });
+    p.fusion = cuda::plan_step_fusion(
+        g, [this](const Node& n) { return fusable_matvec(n); }, [this](const Node& n) { return residual_matvec(n); });
   const int last_id = g.nodes.back().id;
   BufferPlan arena;
   if (shared) {
@@ -146,6 +147,13 @@ int CudaBackend::activation_block(const Node& n) const {
 bool CudaBackend::Impl::fusable_matvec(const Node& n) const {
   const cuda::DeviceWeight& w = weights->get(n.weight);
   return is_quantized(w.type) && cuda::mmvq_supports(w.type) && w.cols <= cuda::kFusedMaxInput;
+}
+
+// The fused matvecs, and past their prologue's width the Q8_1-input matvec with the residual
+// epilogue (run_group: quantize_q8_1 + mmvq_residual, one launch fewer than matvec + add).
+bool CudaBackend::Impl::residual_matvec(const Node& n) const {
+  const cuda::DeviceWeight& w = weights->get(n.weight);
+  return fusable_matvec(n) || (is_quantized(w.type) && cuda::mmvq_residual_usable(w.type, w.cols));
 }
 
 

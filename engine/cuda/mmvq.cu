@@ -169,19 +169,43 @@ bool mmvq_supports(WeightType t) {
   }
 }
 
-void mmvq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, const float* bias, float* y,
-          cudaStream_t s) {
-  constexpr const char* who = "mmvq";
+namespace {
+
+// mmvq's argument checks (n_out > 0 afterwards unless it returned false: nothing to do).
+bool check_mmvq_args(const char* who, WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1,
+                     const float* y) {
   if (!mmvq_supports(t))
     fail(who, ": weight type ", name(t), " is not supported (quantized weights only; F32/F16/BF16 use gemv_float)");
   if (n_out < 0 || n_in < 0) fail(who, ": negative shape ", n_out, "x", n_in);
-  if (n_out == 0) return;
+  if (n_out == 0) return false;
   const int be = info(t).block_elems;
   if (n_in == 0 || n_in % be != 0)
     fail(who, ": ", name(t), " row of ", n_in, " elements is not a positive multiple of its block size ", be);
   if (!w || !x_q8_1 || !y) fail(who, ": null pointer");
   if ((reinterpret_cast<uintptr_t>(w) & 15u) != 0) fail(who, ": weight must be 16-byte aligned");
   if ((reinterpret_cast<uintptr_t>(x_q8_1) & 3u) != 0) fail(who, ": Q8_1 activations must be 4-byte aligned");
+  return true;
+}
+
+}  // namespace
+
+bool mmvq_residual_usable(WeightType t, int64_t n_in) { return mmvq_supports(t) && stream_usable(t, n_in); }
+
+void mmvq_residual(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, const float* bias,
+                   float* y, const float* residual, float* y_res, cudaStream_t s) {
+  constexpr const char* who = "mmvq_residual";
+  if (!check_mmvq_args(who, t, w, n_out, n_in, x_q8_1, y)) return;
+  if (!residual || !y_res) fail(who, ": null pointer");
+  if (!stream_usable(t, n_in)) fail(who, ": ", name(t), " rows of ", n_in, " elements do not stream");
+  const StreamInput in{n_in, x_q8_1, nullptr, nullptr, 0.0f, nullptr};
+  const StreamMatrix m{t, w, nullptr, n_out, bias, y, residual, y_res, nullptr, nullptr};
+  stream_matvec(in, &m, 1, s);
+}
+
+void mmvq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, const float* bias, float* y,
+          cudaStream_t s) {
+  constexpr const char* who = "mmvq";
+  if (!check_mmvq_args(who, t, w, n_out, n_in, x_q8_1, y)) return;
   if (stream_usable(t, n_in)) {
     const StreamInput in{n_in, x_q8_1, nullptr, nullptr, 0.0f, nullptr};
     const StreamMatrix m{t, w, nullptr, n_out, bias, y, nullptr, nullptr, nullptr, nullptr};

@@ -16,6 +16,12 @@ namespace minfer::cuda {
 // bias: n_out f32 or nullptr; y: n_out f32. n_in a multiple of t's block size.
 void mmvq(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, const float* bias, float* y,
           cudaStream_t s);
+// mmvq, and y_res = y + residual in the same launch (the residual Add's bits: a fused epilogue),
+// for rows that stream (mmvq_residual_usable): the FFN down of wide models, whose input is past
+// the fused matvecs' f32 prologue (mmvq_fused.h, kFusedMaxInput), takes its Q8_1 row this way.
+bool mmvq_residual_usable(WeightType t, int64_t n_in);
+void mmvq_residual(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, const float* bias,
+                   float* y, const float* residual, float* y_res, cudaStream_t s);
 // w: [n_out][n_in] F32/F16/BF16 (16-byte aligned for the vector path, any n_in); x: n_in f32.
 void gemv_float(WeightType t, const void* w, int64_t n_out, int64_t n_in, const float* x, const float* bias, float* y,
                 cudaStream_t s);

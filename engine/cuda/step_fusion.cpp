@@ -11,7 +11,9 @@ bool is_rope(const Node& n) { return n.op == Op::Rope || n.op == Op::RopeNormal;
 
 }  // namespace
 
-StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec) {
+StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec,
+                            const std::function<bool(const Node&)>& residual_matvec) {
+  const auto& takes_residual = residual_matvec ? residual_matvec : quantized_matvec;
   StepFusion f;
   f.group_of.assign(g.nodes.size(), -1);
   std::vector<std::vector<int>> users(g.nodes.size());
@@ -64,7 +66,7 @@ StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&
   for (const Node& n : g.nodes) {
     if (!n.executed() || !free(n.id)) continue;
     // A matvec whose only user is a residual Add: the add becomes its epilogue.
-    if (is_matvec(n) && quantized_matvec(n)) {
+    if (is_matvec(n) && takes_residual(n)) {
       const auto& us = users[static_cast<size_t>(n.id)];
       if (us.size() == 1 && free(us[0])) {
         const Node& add_node = g.node(us[0]);

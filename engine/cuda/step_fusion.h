@@ -4,7 +4,9 @@
 // intermediates too), so the recorder sees every node exactly as without fusion.
 //   NormMatvecs      RmsNorm + its 1-3 consumer matvecs (q/k/v, or the LM head): mmvq_fused
 //   NormGateUpSwiglu RmsNorm + gate + up matvecs + SwiGLU:                       mmvq_swiglu_fused
-//   MatvecResidual   matvec + the residual Add that consumes it:                 mmvq_fused
+//   MatvecResidual   matvec + the residual Add that consumes it:                 mmvq_fused, or
+//                    quantize_q8_1 + mmvq_residual when the input is too wide for the fused
+//                    prologue (Qwen2.5-7B's FFN down, 18944)
 //   RopeKv           q rope + k rope + KV store of one layer:                     rope_kv_store
 //   NormRopeKv       q norm + k norm (qwen3's per-head QK-norm) + RopeKv:           rope_kv_store
 // The rope groups take either layout (Rope: NeoX, RopeNormal: Llama) and a frequency-divisor
@@ -34,7 +36,9 @@ struct StepFusion {
 };
 
 // quantized_matvec(n): n is a MatMul/Logits node over one row whose weight the fused matvec
-// kernels support.
-StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec);
+// kernels support. residual_matvec(n): n's launch can add a residual in its epilogue (a superset:
+// by default the same predicate).
+StepFusion plan_step_fusion(const Graph& g, const std::function<bool(const Node&)>& quantized_matvec,
+                            const std::function<bool(const Node&)>& residual_matvec = nullptr);
 
 }  // namespace minfer::cuda

@@ -31,6 +31,8 @@
 #include "core/thread_pool.h"
 #include "cpu/ops.h"
 #include "cuda/attention.h"
+#include "cuda/attention_decode_gqa.h"
+#include "cuda/device_info.h"
 #include "cuda_test_util.h"
 
 using namespace minfer;
@@ -224,6 +226,19 @@ TEST(CudaAttention, DecodeLongContextsSplitTheGroupByLength) {
       d.expect_matches_cpu(p, "long context");
     }
   }
+}
+
+// Which decode kernel a reserved context gets: the per-head one while no CTA of the grouped-query
+// kernel would take two heads (7B at 640 keys: 5 chunks x 4 KV heads x 7 = 140 CTAs of one head
+// on 132 SMs), the grouped-query one beyond. The cases above run both (max_ctx 1024: 14/2 per
+// head, 28/4 grouped; 16384: grouped).
+TEST(CudaAttention, ShortReservedContextsTakeThePerHeadKernel) {
+  MINFER_REQUIRE_GPU();
+  if (cuda::sm_count() != 132) GTEST_SKIP() << "SKIPPED: the expectations are for a 132-SM GPU (H200)";
+  EXPECT_FALSE(cuda::attention_decode_gqa_shares_heads(28, 4, 640));
+  EXPECT_TRUE(cuda::attention_decode_gqa_shares_heads(28, 4, 1024));
+  EXPECT_FALSE(cuda::attention_decode_gqa_shares_heads(14, 2, 1024));
+  EXPECT_TRUE(cuda::attention_decode_gqa_shares_heads(14, 2, 16384));
 }
 
 TEST(CudaAttention, DecodeSameLaunchFollowsDevicePosition) {

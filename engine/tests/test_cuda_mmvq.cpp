@@ -19,6 +19,8 @@
 //      the two differ by the activation quantization error: asserted every element within
 //      3e-2 * sum_k |w_k x_k| + 1e-5.
 //   3. quantize_q8_1 on the GPU then mmvq gives exactly the host-quantized result (same bytes).
+//   4. mmvq_residual (streamed rows): mmvq's bits, and y + residual as the Add computes it, also
+//      in place over the residual.
 // gemv_float, F32/F16/BF16, n_in 7/13/100 (element path) and 896/4864 (8-wide path): against a
 // float64 reference of the same weights: every element within 2e-5 * sum|w x| + 1e-6.
 // Outputs are poisoned with NaN first, so an output the kernel did not write fails.
@@ -110,6 +112,26 @@ TEST_P(CudaMmvq, MatchesReferenceAndCpu) {
   const auto y1 = to_host<float>(dy1, static_cast<size_t>(n_out));
   const auto y2 = to_host<float>(dy2, static_cast<size_t>(n_out));
   for (int64_t o = 0; o < n_out; ++o) ASSERT_EQ(y1[o], y2[o]) << name(t) << " row " << o;
+
+  // 4. mmvq_residual (streamed rows): mmvq's y and the residual Add's y + residual, bit for bit,
+  //    into a separate buffer and in place over the residual (as the FFN down's fused launch).
+  if (!cuda::mmvq_residual_usable(t, n_in)) return;
+  const auto res = random_floats(static_cast<size_t>(n_out), seed + 3);
+  for (bool in_place : {false, true}) {
+    SCOPED_TRACE(in_place ? "residual in place" : "residual into its own buffer");
+    auto dres = to_device(res, "residual");
+    auto dy = poisoned(static_cast<size_t>(n_out) * sizeof(float));
+    auto dsum = poisoned(static_cast<size_t>(n_out) * sizeof(float));
+    float* y_res = in_place ? dres.as<float>() : dsum.as<float>();
+    cuda::mmvq_residual(t, dw.get(), n_out, n_in, dxq.get(), dbias.as<float>(), dy.as<float>(), dres.as<float>(), y_res,
+                        nullptr);
+    const auto y = to_host<float>(dy, static_cast<size_t>(n_out));
+    const auto sum = to_host<float>(in_place ? dres : dsum, static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+      ASSERT_EQ(y[o], y2[o]) << name(t) << " row " << o;
+      ASSERT_EQ(sum[o], y2[o] + res[static_cast<size_t>(o)]) << name(t) << " row " << o;
+    }
+  }
 }
 
 std::vector<Case> mmvq_cases() {
@@ -204,6 +226,9 @@ TEST(CudaMmvqArgs, BadArgumentsAreErrors) {
   EXPECT_THROW(cuda::mmvq(WeightType::Q4_0, dw.get(), 1, 40, dx.get(), nullptr, dy.as<float>(), nullptr), Error);
   EXPECT_THROW(cuda::gemv_float(WeightType::Q8_0, dw.get(), 1, 32, dx.as<float>(), nullptr, dy.as<float>(), nullptr),
                Error);
+  EXPECT_THROW(cuda::mmvq_residual(WeightType::Q4_0, dw.get(), 1, 2304, dx.get(), nullptr, dy.as<float>(), nullptr,
+                                   dy.as<float>(), nullptr),
+               Error);  // no residual
   EXPECT_TRUE(cuda::mmvq_supports(WeightType::Q6_K));
   EXPECT_FALSE(cuda::mmvq_supports(WeightType::BF16));
 }

@@ -143,4 +143,17 @@ TEST(CudaStepFusion, RopeKvNeedsOneLayoutOneTableAndPrivateNorms) {
     EXPECT_EQ(f.group_of[static_cast<size_t>(base.find("blk.0.attn_norm"))], -1);
     EXPECT_GE(f.group_of[static_cast<size_t>(kv)], 0);
   }
+  {
+    // A matvec too wide for the fused prologue that still takes a residual epilogue (7B's FFN
+    // down): down + residual fuse, nothing else changes; refused by both, it runs alone.
+    const auto not_down = [](const Node& n) { return any_matvec(n) && n.name.find("ffn_down") == std::string::npos; };
+    const int down = base.find("blk.0.ffn_down");
+    const auto f = cuda::plan_step_fusion(base, not_down, any_matvec);
+    const int gi = f.group_of[static_cast<size_t>(down)];
+    ASSERT_GE(gi, 0);
+    EXPECT_EQ(f.groups[static_cast<size_t>(gi)].kind, FusedKind::MatvecResidual);
+    EXPECT_EQ(names(base, f.groups[static_cast<size_t>(gi)]), (Names{"blk.0.ffn_down", "blk.0.ffn_residual"}));
+    EXPECT_GE(f.group_of[static_cast<size_t>(base.find("blk.0.ffn_gate"))], 0);
+    EXPECT_EQ(cuda::plan_step_fusion(base, not_down, not_down).group_of[static_cast<size_t>(down)], -1);
+  }
 }
