@@ -5,6 +5,8 @@
 // make_graph and GenerateOptions, the thread count to the global pool
 // (ThreadPool::set_global_threads). No library below the mains reads the environment.
 #pragma once
+#include <cstdint>
+
 #include "core/environment.h"
 
 namespace minfer {
@@ -24,6 +26,10 @@ struct CudaOptions {
   bool mmvq_stream = true;      // MINFER_MMVQ_STREAM=0: decode matvecs without the streaming kernel
   bool mmvq_direct = true;      // MINFER_MMVQ_DIRECT=0: Q4_0/Q8_0 streaming matvecs through the ring kernel
   int mmq_tile = 0;             // MINFER_MMQ_TILE=128|64|32|16 forces the MMQ prefill's tile; 0: its rule
+  // The widest input a fused decode matvec quantizes in its own prologue (0: cuda::kFusedMaxInput,
+  // also the most it takes); wider ones read a Q8_1 row. No variable: tests narrow it so that a
+  // small model takes the path of 7B's FFN down.
+  int64_t fused_max_input = 0;
   bool cupti = true;            // MINFER_NO_CUPTI=1: no CUPTI kernel records
   bool pdl = true;              // MINFER_PDL=0: kernels launched without programmatic dependent launch
   bool sync_launches = false;   // MINFER_CUDA_SYNC=1: wait after each eager launch (a fault names its kernel)

@@ -185,6 +185,7 @@ struct CudaBackend::Impl {
   void run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p);
   bool fusable_matvec(const Node& n) const;
   bool residual_matvec(const Node& n) const;
+  bool swiglu_feeds_q8_1(const Graph& g, const Node& sw) const;
   int activation_block(const Node& n) const;
   static float* out(StepPlan& p, int id) { return p.ptr[static_cast<size_t>(id)]; }
   static const float* input(const Graph& g, const Node& n, size_t i, StepPlan& p) {

@@ -137,6 +137,14 @@ void CudaBackend::Impl::run_node(const Graph& g, const Node& n, StepPlan& p) {
   }
 }
 
+// Whether a one-row matvec that quantizes its input into act_q8 (not a fused prologue) reads sw.
+bool CudaBackend::Impl::swiglu_feeds_q8_1(const Graph& g, const Node& sw) const {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    return n.executed() && n.op == Op::MatMul && n.rows() == 1 && n.src[0] == sw.id && !n.weight.empty() &&
+           is_quantized(weights->get(n.weight).type) && !fusable_matvec(n);
+  });
+}
+
 void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, StepPlan& p) {
   const HParams& h = m.hp;
   const float eps = static_cast<float>(h.rms_eps);
@@ -158,8 +166,14 @@ void CudaBackend::Impl::run_group(const Graph& g, const cuda::FusedGroup& grp, S
       const Node &norm = g.node(grp.nodes[0]), &gate = g.node(grp.nodes[1]), &up = g.node(grp.nodes[2]);
       const Node& sw = g.node(grp.nodes[3]);
       const cuda::DeviceWeight &wg = weights->get(gate.weight), &wu = weights->get(up.weight);
+      // When the FFN down reads its input as Q8_1 (too wide for the fused prologue), the launch
+      // writes that row too, and act_q8 then holds it: one quantize launch fewer.
+      const bool q8_out = swiglu_feeds_q8_1(g, sw) && sw.cols() % 32 == 0;
       cuda::mmvq_swiglu_fused(input(g, norm, 0, p), norm.cols(), weights->f32(norm.weight), eps, out(p, norm.id), wg.type,
-                              wg.data, wu.data, wg.rows, out(p, gate.id), out(p, up.id), out(p, sw.id), stream);
+                              wg.data, wu.data, wg.rows, out(p, gate.id), out(p, up.id), out(p, sw.id), stream,
+                              q8_out ? p.act_q8.get() : nullptr,
+                              q8_out ? p.swiglu_q8_tickets.as<unsigned int>() : nullptr);
+      if (q8_out) p.act_q8_holds = {sw.id, out(p, sw.id), 1, sw.cols()};
       break;
     }
     case cuda::FusedKind::MatvecResidual: {  // matvec (+ bias), then + residual

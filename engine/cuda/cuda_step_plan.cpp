@@ -100,6 +100,15 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
     }
   }
   p.act_q8.alloc(static_cast<size_t>(widest_q8), "quantized activations (Q8_1)");
+  // A fused SwiGLU whose output a Q8_1 matvec reads writes that Q8_1 row itself (run_group).
+  int64_t swiglu_blocks = 0;
+  for (const cuda::FusedGroup& grp : p.fusion.groups)
+    if (grp.kind == cuda::FusedKind::NormGateUpSwiglu)
+      swiglu_blocks = std::max(swiglu_blocks, g.node(grp.nodes[3]).cols() / 32);
+  if (swiglu_blocks > 0) {
+    p.swiglu_q8_tickets.alloc(static_cast<size_t>(swiglu_blocks) * sizeof(unsigned int), "SwiGLU Q8_1 block counters");
+    CUDA_CHECK(cudaMemsetAsync(p.swiglu_q8_tickets.get(), 0, p.swiglu_q8_tickets.bytes(), stream));
+  }
   p.act_half.alloc(static_cast<size_t>(widest_half), "f16 activations");
   p.tokens.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "token ids");
   p.positions.alloc(static_cast<size_t>(g.n_tokens) * sizeof(int32_t), "positions");
@@ -146,7 +155,8 @@ int CudaBackend::activation_block(const Node& n) const {
 
 bool CudaBackend::Impl::fusable_matvec(const Node& n) const {
   const cuda::DeviceWeight& w = weights->get(n.weight);
-  return is_quantized(w.type) && cuda::mmvq_supports(w.type) && w.cols <= cuda::kFusedMaxInput;
+  const int64_t widest = opts.fused_max_input > 0 ? std::min(opts.fused_max_input, cuda::kFusedMaxInput) : cuda::kFusedMaxInput;
+  return is_quantized(w.type) && cuda::mmvq_supports(w.type) && w.cols <= widest;
 }
 
 // The fused matvecs, and past their prologue's width the Q8_1-input matvec with the residual

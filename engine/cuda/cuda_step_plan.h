@@ -44,6 +44,7 @@ struct StepPlan {
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
+  DeviceBuffer swiglu_q8_tickets;                      // SwiGLU -> Q8_1 block counters (zeroed once)
   DeviceBuffer argmax;                                 // int32: the logits' argmax (greedy decoding)
   DeviceBuffer argmax_scratch;                         // its partials (zeroed once, see argmax.h)
   // Recorded after a step's input copies (the staging buffer may then be rewritten).

@@ -327,6 +327,8 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
       const float sums[2] = {row_a, row_b};
       epilogue(m, g - m.group_begin, sums);
     }
+    // SwiGLU with a Q8_1 copy (one matrix: group = row): the blocks this batch completes.
+    if (a.m[0].y_q8_1 && batch_n > 0) quantize_done_blocks(a.m[0], batch_g, batch_n, lane);
     batch_g += batch_n;
     batch_n = 0;
   };

@@ -41,6 +41,7 @@
 #include "cuda/mmvq.h"
 #include "cuda/fused_prologue.cuh"
 #include "cuda/mmvq_stream.h"
+#include "cuda/quantize.h"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
@@ -391,7 +392,7 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
 
 void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float eps, float* x_hat_out,
                        WeightType type, const void* w_gate, const void* w_up, int64_t n_out, float* gate_out,
-                       float* up_out, float* y, cudaStream_t s) {
+                       float* up_out, float* y, cudaStream_t s, void* y_q8_1, unsigned int* q8_tickets) {
   constexpr const char* who = "mmvq_swiglu_fused";
   SwigluArgs a{};
   a.p = check_prologue(who, x, n_in, norm_w, eps, x_hat_out);
@@ -402,10 +403,13 @@ void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float 
   check_output(who, "gate_out", gate_out, n_out, x, n_in);
   check_output(who, "up_out", up_out, n_out, x, n_in);
   check_output(who, "y", y, n_out, x, n_in);
+  if (y_q8_1 && (!q8_tickets || n_out % QK != 0 || reinterpret_cast<uintptr_t>(y_q8_1) % 4 != 0))
+    fail(who, ": a Q8_1 copy of y needs n_out a multiple of ", QK, " (got ", n_out, "), counters and 4-byte alignment");
   if (stream_usable(type, n_in)) {
-    const StreamMatrix m{type, w_gate, w_up, n_out, nullptr, y, nullptr, nullptr, gate_out, up_out};
+    const StreamMatrix m{type, w_gate, w_up, n_out, nullptr, y, nullptr, nullptr, gate_out, up_out, y_q8_1, q8_tickets};
     return stream_matvec(StreamInput{n_in, nullptr, x, norm_w, eps, x_hat_out}, &m, 1, s);
   }
+
   a.w_gate = static_cast<const uint8_t*>(w_gate);
   a.w_up = static_cast<const uint8_t*>(w_up);
   a.n_out = n_out;
@@ -418,13 +422,13 @@ void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float 
   const int row_groups = kWarps / (wide ? 4 : 1);
   const int R = pick_rows_per_group(wide, [&](int r) { return ceil_div(n_out, row_groups * r); });
   a.n_tiles = ceil_div(n_out, row_groups * R);
-  if (wide) {
-    if (R == 2) return launch_swiglu<4, 2>(a, s, "mmvq_swiglu_fused_kernel<W=4,R=2>");
-    return launch_swiglu<4, 1>(a, s, "mmvq_swiglu_fused_kernel<W=4,R=1>");
-  }
-  if (R == 4) return launch_swiglu<1, 4>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=4>");
-  if (R == 2) return launch_swiglu<1, 2>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=2>");
-  return launch_swiglu<1, 1>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=1>");
+  if (wide && R == 2) launch_swiglu<4, 2>(a, s, "mmvq_swiglu_fused_kernel<W=4,R=2>");
+  else if (wide) launch_swiglu<4, 1>(a, s, "mmvq_swiglu_fused_kernel<W=4,R=1>");
+  else if (R == 4) launch_swiglu<1, 4>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=4>");
+  else if (R == 2) launch_swiglu<1, 2>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=2>");
+  else launch_swiglu<1, 1>(a, s, "mmvq_swiglu_fused_kernel<W=1,R=1>");
+  // This kernel writes y only: its Q8_1 copy by the quantize kernel (the same bytes).
+  if (y_q8_1) quantize_q8_1(y, 1, n_out, y_q8_1, s);
 }
 
 }  // namespace minfer::cuda

@@ -42,9 +42,14 @@ void mmvq_fused(const float* x, int64_t n_in, const float* norm_w, float eps, fl
 
 // Gate/up/SwiGLU in one launch: gate = Wg . q(x_hat), up = Wu . q(x_hat), y = silu(gate) * up,
 // all three written; same prologue as mmvq_fused. Both matrices [n_out][n_in] in `type`.
+// y_q8_1 (optional; n_out a multiple of 32): y as Q8_1 too, the bytes quantize_q8_1 of y gives
+// (the next matvec's input when it is too wide for the fused prologue: 7B's FFN down), written in
+// the same launch where the matrices stream (a block by the warp that completes it), else by a
+// quantize_q8_1 launch after it; q8_tickets: n_out / 32 counters, zero before, zero after.
 void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float eps, float* x_hat_out,
                        WeightType type, const void* w_gate, const void* w_up, int64_t n_out, float* gate_out,
-                       float* up_out, float* y, cudaStream_t s);
+                       float* up_out, float* y, cudaStream_t s, void* y_q8_1 = nullptr,
+                       unsigned int* q8_tickets = nullptr);
 
 // Largest n_in the fused launchers take (the Q8_1 row lives in shared memory). Wider inputs (the
 // 7B FFN down, 18944) run quantize_q8_1 once and the matvec on its Q8_1 row: measured on the

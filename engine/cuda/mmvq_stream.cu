@@ -198,6 +198,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_stream_kernel(const
     sum[0] = qb::warp_sum(sum[0]);
     sum[1] = qb::warp_sum(sum[1]);
     if (lane == 0) epilogue(m, g - m.group_begin, sum);
+    if (m.y_q8_1) quantize_done_blocks(m, g - m.group_begin, 1, lane);
   }
   cp_async_wait<0>();  // the trailing (empty) groups
 }
@@ -299,6 +300,10 @@ void stream_matvec(const StreamInput& in, const StreamMatrix* mats, int n_mats, 
     m.y_res = o.y_res;
     m.gate = o.gate;
     m.up = o.up;
+    m.y_q8_1 = static_cast<BlockQ8_1*>(o.y_q8_1);
+    m.q8_tickets = o.q8_tickets;
+    if (o.y_q8_1 && (!o.w_up || !o.q8_tickets || o.n_out % QK != 0 || n_mats != 1))
+      fail(who, ": a Q8_1 copy of y is for one SwiGLU matrix of whole 32-row blocks, with its counters");
     m.rows_per_group = o.w_up ? 1 : rows_per_group;
     m.group_begin = a.n_groups;
     a.n_groups += o.w_up ? o.n_out : ceil_div(o.n_out, m.rows_per_group);

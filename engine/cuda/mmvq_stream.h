@@ -54,6 +54,10 @@ struct StreamMatrix {
   float* y_res;
   float* gate;
   float* up;
+  // SwiGLU only (optional): y as Q8_1 blocks, the bytes quantize_q8_1 writes (n_out a multiple of
+  // 32), with n_out / 32 counters that start at zero and are left at zero.
+  void* y_q8_1;
+  unsigned int* q8_tickets;
 };
 
 // The input row: either Q8_1 blocks already in global memory (x_q8_1), or f32 x with an optional

@@ -11,6 +11,7 @@
 
 #include "core/weight_type.h"
 #include "cuda/fused_prologue.cuh"
+#include "cuda/q8_1_device.cuh"
 #include "quant/blocks.h"
 
 namespace minfer::cuda::stream_detail {
@@ -34,6 +35,8 @@ struct Mat {
   float* y_res;
   float* gate;
   float* up;
+  BlockQ8_1* y_q8_1;          // SwiGLU: y as Q8_1 too (the FFN down's input), or nullptr
+  unsigned int* q8_tickets;   // with y_q8_1: per block of 32 rows, the rows written so far
 };
 
 struct Args {
@@ -89,6 +92,30 @@ __device__ __forceinline__ void epilogue(const Mat& m, int64_t local, const floa
   }
 }
 
+// After a warp wrote y of the SwiGLU rows [first, first + n) of m (n <= 32, m.y_q8_1 set): each
+// block of 32 rows those complete is quantized to Q8_1 by the warp that completes it, with
+// quantize_q8_1's code and lane layout (the same bits). The warps of a block count its rows on a
+// ticket (threadfence reduction: each writer's y is visible before its count); the last one
+// reads the block back from L2, writes it as Q8_1 and resets the ticket for the next launch.
+// Called by the whole warp.
+__device__ __forceinline__ void quantize_done_blocks(const Mat& m, int64_t first, int n, int lane) {
+  __threadfence();  // every lane's y of these rows, before its count is seen
+  __syncwarp();
+  const int64_t b0 = first / QK, b1 = (first + n - 1) / QK;  // at most two blocks (n <= 32)
+  for (int64_t b = b0; b <= b1; ++b) {
+    const int64_t lo = b * QK > first ? b * QK : first, hi = (b + 1) * QK < first + n ? (b + 1) * QK : first + n;
+    unsigned int done = 0;
+    if (lane == 0) done = atomicAdd(&m.q8_tickets[b], static_cast<unsigned int>(hi - lo)) + (hi - lo) == QK;
+    if (!__shfl_sync(0xffffffffu, done, 0)) continue;
+    __threadfence();  // the other writers' rows, after their counts
+    const int sub = lane % 8;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (lane < 8) v = __ldcg(reinterpret_cast<const float4*>(m.y + b * QK) + sub);  // L2, not a stale L1 line
+    const qb::Q8_1Quad q = qb::quantize_q8_1_quad(v);
+    if (lane < 8) qb::store_q8_1_quad(m.y_q8_1 + b, sub, q);
+    if (lane == 0) m.q8_tickets[b] = 0;
+  }
+}
 
 // The direct kernel (mmvq_direct.cu): whether it takes a launch whose every matrix is of type t
 // with rows of n_in elements, and its launch (the grid as the ring kernel's; one type per launch).

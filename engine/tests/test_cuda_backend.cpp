@@ -264,6 +264,40 @@ const Case kFamilyQuantCases[] = {
 INSTANTIATE_TEST_SUITE_P(Families, FusedVsUnfused, ::testing::ValuesIn(kFamilyQuantCases),
                          [](const auto& info) { return case_name(info.param); });
 
+// The path of 7B's FFN down (18944 wide, past the fused prologue's limit), on the 0.5b preset with
+// the limit narrowed below its 4864: the fused SwiGLU writes the down's Q8_1 row in its launch and
+// the down + residual take one launch on it (mmvq_residual) where the rows stream (Q4_0, Q8_0);
+// Q4_K_M's Q6_K down reads the SwiGLU's Q8_1 row in a plain matvec. Against the unfused kernels run
+// eagerly, every node of every step, as FusedVsUnfused.
+TEST(CudaBackend, WideFfnDownPathEqualsUnfused) {
+  MINFER_REQUIRE_GPU();
+  for (const Case& c : {Case{"q4_0", GenWeights::Q4_0, MatmulPath::MMQ, 0, 0, "qwen2.5-0.5b"},
+                        Case{"q8_0", GenWeights::Q8_0, MatmulPath::MMQ, 0, 0, "qwen2.5-0.5b"},
+                        Case{"q4_k_m", GenWeights::Q4_K_M, MatmulPath::Float, 0, 0, "qwen2.5-0.5b"}}) {
+    SCOPED_TRACE(c.weights);
+    auto path = minfer::testing::generated_model(model_tag(c), c.preset, c.gen);
+    MINFER_REQUIRE_MODEL(path);
+    const TinyModel t = load_tiny(path);
+    CudaOptions wide;
+    wide.fused_max_input = 4096;  // the down (4864 wide) is past it; q/k/v, o and gate/up (896) are not
+    CudaBackend fused(*t.m, c.path, wide);
+    CudaOptions unfused_eager;
+    unfused_eager.step_fusion = false;
+    unfused_eager.step_graphs = false;
+    CudaBackend plain(*t.m, c.path, unfused_eager);
+    const auto a = run_steps(t, plain);
+    const auto b = run_steps(t, fused);
+    for (size_t s = 0; s < a.size(); ++s) {
+      for (size_t i = 0; i < a[s].nodes.size(); ++i) {
+        if (a[s].nodes[i].empty()) continue;
+        EXPECT_LE(rel_l2(b[s].nodes[i], a[s].nodes[i]), 1e-6)
+            << c.weights << " step " << s << " node " << (s == 0 ? t.pre : t.dec).nodes[i].name;
+      }
+      EXPECT_EQ(argmax(a[s].logits), argmax(b[s].logits)) << "step " << s;
+    }
+  }
+}
+
 // The greedy token computed in the step (argmax on the device, graph-captured for decode) is the
 // host argmax of the same logits row (lowest id on ties), at every step.
 TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {

@@ -29,7 +29,8 @@
 //     Q8_1 rounding, which the test would then show).
 //   y + residual: bit-equal to the host's f32 sum of the fused y and the residual, and to the
 //     unfused add when y is bit-equal. SwiGLU: gate/up as y above; silu(gate) * up bit-equal to the
-//     unfused swiglu launcher run on the fused gate and up.
+//     unfused swiglu launcher run on the fused gate and up; y's optional Q8_1 copy byte-equal to
+//     quantize_q8_1 of y, and its block counters back at zero after each launch.
 // Plus: a captured CUDA graph of a fused layer (q/k/v, gate/up/SwiGLU, down + residual) replayed
 // after rewriting x gives the eager unfused results bit for bit; bad arguments are errors.
 #include <gtest/gtest.h>
@@ -372,6 +373,27 @@ TEST_P(CudaMmvqSwigluFused, EqualsUnfusedChain) {
     expect_close_to_unfused(c.type, up.w, n_out, n_in, x_hat, nullptr, got_u, host_floats(u_ref, n_out),
                             c.name + ": up vs the unfused chain");
   }
+
+  // y's Q8_1 copy (n_out in whole 32-row blocks): quantize_q8_1's bytes of the same y, written in
+  // the launch when it streams (a block by the warp that completes it), twice: the block counters
+  // must be left at zero for the next launch.
+  if (n_out % 32 != 0) return;
+  const size_t q_bytes = static_cast<size_t>(n_out / 32) * 36, n_blocks = static_cast<size_t>(n_out / 32);
+  auto yq_ref = poisoned(q_bytes);
+  cuda::quantize_q8_1(y.as<float>(), 1, n_out, yq_ref.get(), nullptr);
+  const auto want = to_host<uint8_t>(yq_ref, q_bytes);
+  auto tickets = to_device(std::vector<uint32_t>(n_blocks, 0u), "Q8_1 block counters");
+  for (int rep = 0; rep < 2; ++rep) {
+    SCOPED_TRACE("Q8_1 copy, launch " + std::to_string(rep));
+    auto yq = poisoned(q_bytes);
+    cuda::mmvq_swiglu_fused(in.dx.as<float>(), n_in, c.norm ? in.dnorm.as<float>() : nullptr, kEps, nullptr, c.type,
+                            gate.dw.get(), up.dw.get(), n_out, g.as<float>(), u.as<float>(), y.as<float>(), nullptr,
+                            yq.get(), tickets.as<unsigned int>());
+    EXPECT_EQ(host_floats(y, n_out), got_y) << c.name << ": y with the Q8_1 copy";
+    const auto got_q = to_host<uint8_t>(yq, q_bytes);
+    EXPECT_EQ(std::memcmp(got_q.data(), want.data(), q_bytes), 0) << c.name << ": Q8_1 copy vs quantize_q8_1 of y";
+    EXPECT_EQ(to_host<uint32_t>(tickets, n_blocks), std::vector<uint32_t>(n_blocks, 0u)) << c.name << ": counters";
+  }
 }
 
 std::vector<SwigluCase> swiglu_cases() {
@@ -386,6 +408,7 @@ std::vector<SwigluCase> swiglu_cases() {
     cs.push_back({tn + "_wide", t, 4864, 896, true, true});        // four warps per row, R = 2
     cs.push_back({tn + "_wide_odd", t, 4864, 131, false, true});   // four warps per row, R = 1
     cs.push_back({tn + "_n3584", t, 3584, 1001, true, false});     // Qwen2.5-7B width, streamed
+    cs.push_back({tn + "_n3584_q8", t, 3584, 4096, true, false});  // streamed, 128 blocks of Q8_1 out
     if (legacy) cs.push_back({tn + "_n96", t, 96, 37, true, true});
   }
   return cs;
@@ -516,6 +539,13 @@ TEST(CudaMmvqFusedArgs, BadArgumentsAreErrors) {
                Error);
   EXPECT_THROW(cuda::mmvq_swiglu_fused(x, 64, nullptr, kEps, xh, WeightType::Q8_0, w, w, 4, y, y + 8, x + 4, nullptr),
                Error);  // y overlaps x
+  auto* counters = reinterpret_cast<unsigned int*>(f + 200000);
+  EXPECT_THROW(cuda::mmvq_swiglu_fused(x, 64, nullptr, kEps, xh, WeightType::Q8_0, w, w, 4, y, y + 8, y + 16, nullptr,
+                                       f + 300000, counters),
+               Error);  // a Q8_1 copy of 4 rows (not whole 32-row blocks)
+  EXPECT_THROW(cuda::mmvq_swiglu_fused(x, 64, nullptr, kEps, xh, WeightType::Q8_0, w, w, 32, y, y + 64, y + 128,
+                                       nullptr, f + 300000, nullptr),
+               Error);  // a Q8_1 copy without counters
 }
 
 }  // namespace
