@@ -40,6 +40,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/matvec_phases.cuh"
 #include "cuda/mmvq_stream_args.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/quant_blocks.cuh"
@@ -235,6 +236,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
   using Load = typename U::Load;
   using Words = Load[U::kLoads];
   extern __shared__ __align__(16) unsigned char smem[];
+  MINFER_PHASES_BEGIN
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int half = lane / kHalf, hl = lane % kHalf;
   auto* xq = reinterpret_cast<BlockQ8_1*>(smem);
@@ -275,6 +277,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
 
   pdl_wait();
   pdl_launch_dependents();
+  MINFER_PHASE_MARK(1)
   if constexpr (kQuantize) {
     quantize_prologue(a.p, blockIdx.x == 0 ? a.p.x_hat_out : nullptr, xq);
   } else {
@@ -312,6 +315,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
     }
     __syncthreads();
   }
+  MINFER_PHASE_MARK(2)
 
   float sum = 0.0f;
   // Finished groups wait for their epilogue in lane q of the warp (q: the group's place in the
@@ -362,6 +366,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) mmvq_direct_kernel(const
     }
   }
   flush();
+  MINFER_PHASES_END(a.m[0].w, a.n_groups, kQuantize)
 }
 
 template <WeightType T, bool kQuantize>

@@ -167,6 +167,9 @@ void print_kernel_families(const KernelBreakdown& k) {
 
 }  // namespace
 
+#ifdef MINFER_PHASES  // the direct matvec's phase records (engine/cuda/matvec_phases.cuh)
+namespace minfer::cuda { void dump_matvec_phases(const char* path); }
+#endif
 int main(int argc, char** argv) {
   try {
     std::string model_path, backend_choice = "auto";
@@ -278,6 +281,9 @@ int main(int argc, char** argv) {
                                                         : nlohmann::json(nullptr)},
         {"kernel_families_unavailable", kernels.unavailable.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernels.unavailable)},
         {"minfer_version", MINFER_VERSION}, {"commit", MINFER_GIT_COMMIT}};
+#ifdef MINFER_PHASES
+    minfer::cuda::dump_matvec_phases("phases.csv");
+#endif
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());
       if (!kernels.unavailable.empty()) std::fprintf(stderr, "minfer-bench: no kernel families: %s\n", kernels.unavailable.c_str());
