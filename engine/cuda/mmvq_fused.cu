@@ -409,7 +409,6 @@ void mmvq_swiglu_fused(const float* x, int64_t n_in, const float* norm_w, float 
     const StreamMatrix m{type, w_gate, w_up, n_out, nullptr, y, nullptr, nullptr, gate_out, up_out, y_q8_1, q8_tickets};
     return stream_matvec(StreamInput{n_in, nullptr, x, norm_w, eps, x_hat_out}, &m, 1, s);
   }
-
   a.w_gate = static_cast<const uint8_t*>(w_gate);
   a.w_up = static_cast<const uint8_t*>(w_up);
   a.n_out = n_out;
