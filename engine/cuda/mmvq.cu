@@ -159,18 +159,6 @@ void launch_gemv(const void* w, int64_t n_out, int64_t n_in, const float* x, con
   else launch_gemv_shape<T, false>(w, n_out, n_in, x, bias, y, s, kernel);
 }
 
-}  // namespace
-
-bool mmvq_supports(WeightType t) {
-  switch (t) {
-    case WeightType::Q4_0: case WeightType::Q4_1: case WeightType::Q5_0: case WeightType::Q5_1:
-    case WeightType::Q8_0: case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K: return true;
-    default: return false;
-  }
-}
-
-namespace {
-
 // mmvq's argument checks (n_out > 0 afterwards unless it returned false: nothing to do).
 bool check_mmvq_args(const char* who, WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1,
                      const float* y) {
@@ -188,6 +176,14 @@ bool check_mmvq_args(const char* who, WeightType t, const void* w, int64_t n_out
 }
 
 }  // namespace
+
+bool mmvq_supports(WeightType t) {
+  switch (t) {
+    case WeightType::Q4_0: case WeightType::Q4_1: case WeightType::Q5_0: case WeightType::Q5_1:
+    case WeightType::Q8_0: case WeightType::Q4_K: case WeightType::Q5_K: case WeightType::Q6_K: return true;
+    default: return false;
+  }
+}
 
 bool mmvq_residual_usable(WeightType t, int64_t n_in) { return mmvq_supports(t) && stream_usable(t, n_in); }
 
