@@ -61,4 +61,15 @@ int sm_count() {
   return n;
 }
 
+bool device_is_sm90() {
+  static const bool yes = [] {
+    int dev = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+  }();
+  return yes;
+}
+
 }  // namespace minfer::cuda

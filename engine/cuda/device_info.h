@@ -11,5 +11,8 @@ bool device_usable(std::string* why);
 std::string device_description();
 // The current device's SM count (read once; the launchers size their grids by it).
 int sm_count();
+// Whether the current device is compute capability 9.0 exactly (H100/H200), the one target of
+// the sm_90a kernels (wgmma); read once.
+bool device_is_sm90();
 
 }  // namespace minfer::cuda

@@ -5,7 +5,8 @@
 // K step (n_in = 96 or 896 against 256-element steps), one step (256) and many (768, 4864: 19
 // steps, so both shared-memory stages are reused many times); random-bytes and quantizer-made
 // weights; with and without bias; every output tile of the kernel (128, 64, 32 and 16 rows per CTA,
-// forced through mmq_with_tile, and the launcher's own choice).
+// forced through mmq_with_tile, and the launcher's own choice; for Q4_0 and Q8_0 also the wgmma
+// kernel of mmq_wgmma.h on an sm_90 device).
 //   0. Bit-exact: every output equals, bit for bit, a host emulation of the kernel's documented
 //      arithmetic: exact integer dots per scale group, then per 32-block in K order
 //      wsum = fma(d_w, isum, 0) (Q6_K: the second half fma'd on top), and
@@ -34,6 +35,7 @@
 #include "core/thread_pool.h"
 #include "cpu/matmul.h"
 #include "cuda/mmq.h"
+#include "cuda/mmq_wgmma.h"
 #include "cuda/mmvq.h"
 #include "tests/cuda_test_util.h"
 
@@ -282,11 +284,16 @@ TEST_P(CudaMmq, MatchesEmulationReferenceAndCpu) {
   std::vector<double> mag_bias = mag_plain;
   for (size_t i = 0; i < ny; ++i) mag_bias[i] += std::fabs(bias[i % static_cast<size_t>(n_out)]);
 
-  for (int tile : {0, 128, 64, 32, 16}) for (bool with_bias : {true, false}) {
+  // Tile -1: the wgmma kernel (mmq_wgmma.h), which mmq() does not take; where it applies.
+  for (int tile : {0, 128, -1, 64, 32, 16}) for (bool with_bias : {true, false}) {
+    if (tile == -1 && !cuda::mmq_wgmma_applies(t, n_in, dw.get(), dxq.get())) continue;
     SCOPED_TRACE(std::string(with_bias ? "with bias" : "no bias") + ", tile rows " +
-                 (tile ? std::to_string(tile) : std::string("auto")));
+                 (tile == -1 ? std::string("128 (mmq_wgmma)") : tile ? std::to_string(tile) : std::string("auto")));
     auto dy = poisoned(ny * sizeof(float));
-    if (tile == 0)
+    if (tile == -1)
+      cuda::mmq_wgmma(t, dw.get(), n_out, n_in, dxq.get(), nt, with_bias ? dbias.as<float>() : nullptr, dy.as<float>(),
+                      nullptr);
+    else if (tile == 0)
       cuda::mmq(t, dw.get(), n_out, n_in, dxq.get(), nt, with_bias ? dbias.as<float>() : nullptr, dy.as<float>(),
                 nullptr);
     else

@@ -5,7 +5,8 @@
 //     RMSNorm + gate/up + SwiGLU (mmvq_swiglu_fused) at the FFN shape: µs, GB/s of the bytes a
 //     launch moves (weights + activations + outputs) and its fraction of the device's measured
 //     streaming read (the backend's own probe, cuda::measure_read_bandwidth_gbs);
-//   prefill (nt = 512, 128): mmq in Q4_0, Q8_0, Q4_K and Q6_K, and the f16 path as the reference
+//   prefill (nt = 512, 128): mmq in Q4_0, Q8_0, Q4_K and Q6_K (and the wgmma tile, mmq_wgmma, in
+//     Q4_0 and Q8_0 on an sm_90 device), and the f16 path as the reference
 //     point (f16 weights, what the W16 cache holds, through matmul_float_weights: x rounded to f16,
 //     then cuBLAS): µs, TOPS = 2 * n_out * n_in * nt / t.
 // Timing: a CUDA graph of back-to-back launches (as the decode step's graph runs them), replayed;
@@ -53,6 +54,7 @@
 #include "cuda/launch_settings.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
+#include "cuda/mmq_wgmma.h"
 #include "cuda/mmvq.h"
 #include "cuda/mmvq_fused.h"
 #include "cuda/mmvq_stream.h"
@@ -194,9 +196,15 @@ class Bench {
           for (WeightType t : kPrefillTypes) {
             if (mat.n_in % info(t).block_elems) continue;
             maybe_run(case_name("mmq", m, mat, t, nt), [&](Result& r) {
-              prefill_mmq(r, m, mat, t, nt);
+              prefill_mmq(r, m, mat, t, nt, false);
               if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
             });
+            // The wgmma tile (mmq_wgmma.h), which mmq() does not take: where it applies.
+            if (cuda::mmq_wgmma_applies(t, mat.n_in, nullptr, nullptr))
+              maybe_run(case_name("mmq_wgmma", m, mat, t, nt), [&](Result& r) {
+                prefill_mmq(r, m, mat, t, nt, true);
+                if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
+              });
           }
         }
     if (results_.empty()) fail("--filter '", filter_, "' matches no case");
@@ -388,8 +396,8 @@ class Bench {
   // The tokens a prefill check reads: first, middle, last.
   static std::vector<int64_t> checked_tokens(int64_t nt) { return {0, nt / 2, nt - 1}; }
 
-  void prefill_mmq(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt) {
-    fill(r, "prefill", "mmq", m, mat, t, nt);
+  void prefill_mmq(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt, bool wgmma) {
+    fill(r, "prefill", wgmma ? "mmq_wgmma" : "mmq", m, mat, t, nt);
     const int64_t n_out = mat.n_out, n_in = mat.n_in;
     const uint32_t seed = seed_of(r.name);
     const auto w = make_weights(t, n_out, n_in, seed, pool_);
@@ -399,7 +407,8 @@ class Bench {
     const DeviceBuffer dxq = upload(xq, "x (Q8_1)");
     DeviceBuffer dy = floats(nt * n_out, "y");
     const auto launch = [&](int i) {
-      cuda::mmq_with_tile(t, wc.copy(i), n_out, n_in, dxq.get(), nt, nullptr, dy.as<float>(), mmq_tile_, s_);
+      if (wgmma) cuda::mmq_wgmma(t, wc.copy(i), n_out, n_in, dxq.get(), nt, nullptr, dy.as<float>(), s_);
+      else cuda::mmq_with_tile(t, wc.copy(i), n_out, n_in, dxq.get(), nt, nullptr, dy.as<float>(), mmq_tile_, s_);
     };
     launch_once(launch, wc, {&dy});
     const auto got = download(dy, nt * n_out);
