@@ -41,18 +41,16 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/mmq_raw_copy.cuh"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
 namespace {
 
-constexpr int kRows = 128, kToks = 128;
+using namespace mmq_raw;  // the tile shape and the raw copies (mmq_raw_copy.cuh)
+
 constexpr int kNT = 8;                           // n8 tiles per warp: 32 x 64 warp tiles
-constexpr int kStepBlocks = 4;                    // Q8_1 / weight blocks per K step
-constexpr int kStepElems = kStepBlocks * QK;      // 128
 constexpr int kThreads = 256;                     // 8 warps, all of them copy and compute
-constexpr int kXRowBytes = kStepBlocks * 36;      // a token's 4 Q8_1 blocks
-constexpr int kXChunks = kXRowBytes / 16;         // 16-byte copies per token and step
 constexpr int kMagicBits = 0x4B400000;            // f32 bits of kMagic
 constexpr float kMagic = 12582912.0f;             // 1.5 * 2^23
 static_assert(std::bit_cast<float>(kMagicBits) == kMagic);
@@ -71,7 +69,6 @@ template <> struct Fmt<WeightType::Q8_0> {
 };
 // Buffers of K steps in flight: Q4_0 6 x 28 KB, Q8_0 5 x 36 KB (one CTA per SM).
 template <WeightType T> constexpr int kStagesOf = T == WeightType::Q4_0 ? 6 : 5;
-template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;  // 8-byte copies per row
 
 template <WeightType T, int S>
 struct Smem {
@@ -80,48 +77,6 @@ struct Smem {
   float2 wsc[2][kStepBlocks][kRows];  // (d', -d' * kMagic) per block and row
   float xd[2][kStepBlocks][kToks];    // d_a per block and token
 };
-
-// ---------------------------------------------------------------- cp.async
-
-__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(ok ? 8 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// The copies of K step `step` into buffer `buf`: w and x point at the CTA's first row and token,
-// n_rows / n_toks of them exist (zeros past them). 32-bit offsets inside the CTA's tile (128
-// rows or tokens: < 2^32 for n_in up to 2^24, mmq_async_applies) keep the addresses in few registers.
-template <WeightType T, int S>
-__device__ __forceinline__ void issue_step(Smem<T, S>& sm, int buf, const uint8_t* __restrict__ w, uint32_t row_bytes,
-                                           int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes, int n_toks,
-                                           uint32_t step, int tid) {
-  constexpr int kW = kWChunks<T>;
-  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.w[buf]));
-  const uint32_t wcol = step * (kStepBlocks * Fmt<T>::kBlockBytes);
-#pragma unroll
-  for (int c0 = 0; c0 < kRows * kW; c0 += kThreads) {
-    const int c = c0 + tid;
-    if (kRows * kW % kThreads != 0 && c >= kRows * kW) break;
-    const int r = c / kW, k = c % kW;
-    const bool ok = r < n_rows;
-    cp_async8(wdst + r * Fmt<T>::kRowBytes + 8 * k, w + ((ok ? r : 0) * row_bytes + wcol + 8 * k), ok);
-  }
-  const uint32_t xdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.x[buf]));
-  const uint32_t xcol = step * kXRowBytes;
-#pragma unroll
-  for (int c0 = 0; c0 < kToks * kXChunks; c0 += kThreads) {
-    const int c = c0 + tid;
-    if (kToks * kXChunks % kThreads != 0 && c >= kToks * kXChunks) break;
-    const int t = c / kXChunks, k = c % kXChunks;
-    const bool ok = t < n_toks;
-    cp_async16(xdst + t * kXRowBytes + 16 * k, x + ((ok ? t : 0) * x_row_bytes + xcol + 16 * k), ok);
-  }
-}
 
 // The f16 scales of buffer `buf` as floats into scale buffer `sb` (one K step).
 template <WeightType T, int S>
@@ -221,19 +176,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem<T, S>& sm = *reinterpret_cast<Smem<T, S>*>(mmq_async_smem);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4, wr = warp % 4, wn = warp / 4;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
-  const int64_t steps = n_in / kStepElems;
-  const uint32_t row_bytes = static_cast<uint32_t>(n_in / QK * Fmt<T>::kBlockBytes);
-  const uint32_t x_row_bytes = static_cast<uint32_t>(n_in / QK * 36);
-  const int n_rows = static_cast<int>(n_out - row0 < kRows ? n_out - row0 : kRows);
-  const int n_toks = static_cast<int>(nt - tok0 < kToks ? nt - tok0 : kToks);
-  const uint8_t* wt = w + row0 * row_bytes;  // the CTA's rows and tokens
-  const uint8_t* xt = x + tok0 * x_row_bytes;
+  const Tile ct = cta_tile<Fmt<T>::kBlockBytes>(w, n_out, n_in, x, nt);
+  const int64_t steps = ct.steps;
+  const auto copy_step = [&](int buf, uint32_t step) {
+    issue_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes, kThreads>(ct, sm.w[buf], sm.x[buf], step, tid);
+  };
 
   // Prologue: steps 0 .. S-2 in flight, step 0's scales converted.
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
-    if (st < steps) issue_step(sm, st, wt, row_bytes, n_rows, xt, x_row_bytes, n_toks, st, tid);
+    if (st < steps) copy_step(st, st);
     cp_async_commit();
   }
   cp_async_wait<S - 2>();
@@ -251,8 +203,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();         // everyone's have; step i-1's reads are over; step i's scales visible
     const int64_t next = i + S - 1;
     if (next < steps)
-      issue_step(sm, static_cast<int>(next % S), wt, row_bytes, n_rows, xt, x_row_bytes, n_toks,
-                    static_cast<uint32_t>(next), tid);
+      copy_step(static_cast<int>(next % S), static_cast<uint32_t>(next));
     cp_async_commit();
     if (i + 1 < steps) convert_scales<T>(sm, static_cast<int>((i + 1) % S), static_cast<int>((i + 1) % 2), tid);
     const int buf = static_cast<int>(i % S), sb = static_cast<int>(i % 2);
@@ -268,14 +219,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
-      const int64_t row = row0 + 32 * wr + 16 * i + 8 * hi + g;
+      const int64_t row = ct.row0 + 32 * wr + 16 * i + 8 * hi + g;
       if (row >= n_out) continue;
       const float bv = bias ? bias[row] : 0.0f;
 #pragma unroll
       for (int j = 0; j < kNT; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int64_t tok = tok0 + 8 * kNT * wn + 8 * j + 2 * q + e;
+          const int64_t tok = ct.tok0 + 8 * kNT * wn + 8 * j + 2 * q + e;
           if (tok < nt) y[tok * n_out + row] = __fadd_rn(acc[i][j][2 * hi + e], bv);
         }
     }
@@ -294,10 +245,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
     return true;
   }();
   (void)opted_in;
-  const int64_t gy = (nt + kToks - 1) / kToks;
-  if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
-  const unsigned gx = grid_1d(n_out, kRows, kernel);
-  mmq_async_kernel<T><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+  mmq_async_kernel<T><<<tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
   check_launch(kernel, s);
 }
@@ -305,9 +253,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
 }  // namespace
 
 bool mmq_async_applies(WeightType t, int64_t n_in, const void* w, const void* x_q8_1) {
-  return (t == WeightType::Q4_0 || t == WeightType::Q8_0) && n_in > 0 && n_in % kStepElems == 0 &&
-         n_in <= (int64_t{1} << 24) &&  // the 32-bit offsets in a CTA's tile
-         (reinterpret_cast<uintptr_t>(w) & 7u) == 0 && (reinterpret_cast<uintptr_t>(x_q8_1) & 15u) == 0;
+  return tile_applies(t, n_in, w, x_q8_1);
 }
 
 void mmq_async(WeightType t, const void* w, int64_t n_out, int64_t n_in, const void* x_q8_1, int64_t nt,

@@ -6,7 +6,7 @@
 // the per-block scale (IADD + 2 FFMA), the floor for per-block-scaled int8 on this GPU.
 //
 // Per K step of 128 elements (4 blocks):
-//   * cp.async copies of the raw blocks, kStages-1 steps ahead, as mmq_async.cu (18/34-byte
+//   * cp.async copies of the raw blocks, kStages-1 steps ahead (mmq_raw_copy.cuh, as mmq_async.cu: 18/34-byte
 //     weight blocks in 8-byte pieces, 36-byte Q8_1 blocks in 16-byte pieces, zeros past the
 //     matrix);
 //   * one step ahead, the threads unpack (row, block) and (token, block) units from the raw
@@ -33,21 +33,19 @@
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
+#include "cuda/mmq_raw_copy.cuh"
 #include "cuda/quant_blocks.cuh"
 
 namespace minfer::cuda {
 namespace {
 
-constexpr int kRows = 128, kToks = 128;
-constexpr int kStepBlocks = 4;                    // blocks per K step
-constexpr int kStepElems = kStepBlocks * QK;      // 128
+using namespace mmq_raw;  // the tile shape and the raw copies (mmq_raw_copy.cuh)
+
 // Warpgroups: two along the rows (64 each) x kWgN along the tokens (kN = 128 / kWgN each). On the
 // H100, kWgN = 2 (512 threads, m64n64) ran the 7B Q4_0 gate/up 8 % faster (346 vs 374 us) and
 // Q8_0 4 % slower; kWgN = 1 is the variant the GPU tests and memcheck have run.
 constexpr int kWgN = 1, kN = kToks / kWgN, kAcc = kN / 2;  // kAcc: results per thread
 constexpr int kThreads = 256 * kWgN;
-constexpr int kXRowBytes = kStepBlocks * 36;      // a token's 4 Q8_1 blocks (raw)
-constexpr int kXChunks = kXRowBytes / 16;
 constexpr int kTileBytes = kRows * kStepElems;    // one int8 operand tile (16 KB)
 // Operand tiles: a 128-byte row per weight row / token (the step's 128 codes) with the 128-byte
 // swizzle, 8-row groups 1024 bytes apart (the descriptor's stride; its leading offset is unused).
@@ -70,7 +68,6 @@ template <> struct Fmt<WeightType::Q8_0> {
   static constexpr float kScaleMul = 1.0f;
   static constexpr int kStages = 4;               // 4 x 36 KB raw + 64 KB tiles
 };
-template <WeightType T> constexpr int kWChunks = kStepBlocks * Fmt<T>::kBlockBytes / 8;
 
 template <WeightType T>
 struct Smem {
@@ -82,17 +79,8 @@ struct Smem {
   float xd[2][kStepBlocks][kToks];                // d_a per block and token
 };
 
-// ---------------------------------------------------------------- async copies and proxies
+// ---------------------------------------------------------------- proxies
 
-__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(ok ? 8 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 // Generic-proxy stores to shared memory made visible to wgmma's operand reads (async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -153,33 +141,6 @@ __device__ __forceinline__ void wgmma_k32(int (&d)[32], uint64_t a, uint64_t b) 
 
 // ---------------------------------------------------------------- staging
 
-// The raw copies of K step `step` into stage `st` (mmq_async.cu's issue_step).
-template <WeightType T>
-__device__ __forceinline__ void issue_step(Smem<T>& sm, int st, const uint8_t* __restrict__ w, uint32_t row_bytes,
-                                           int n_rows, const uint8_t* __restrict__ x, uint32_t x_row_bytes,
-                                           int n_toks, uint32_t step, int tid) {
-  constexpr int kW = kWChunks<T>;
-  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.w[st]));
-  const uint32_t wcol = step * (kStepBlocks * Fmt<T>::kBlockBytes);
-#pragma unroll
-  for (int c0 = 0; c0 < kRows * kW; c0 += kThreads) {
-    const int c = c0 + tid;
-    if (kRows * kW % kThreads != 0 && c >= kRows * kW) break;
-    const int r = c / kW, k = c % kW;
-    const bool ok = r < n_rows;
-    cp_async8(wdst + r * Fmt<T>::kRowBytes + 8 * k, w + ((ok ? r : 0) * row_bytes + wcol + 8 * k), ok);
-  }
-  const uint32_t xdst = static_cast<uint32_t>(__cvta_generic_to_shared(sm.x[st]));
-  const uint32_t xcol = step * kXRowBytes;
-#pragma unroll
-  for (int c0 = 0; c0 < kToks * kXChunks; c0 += kThreads) {
-    const int c = c0 + tid;
-    if (kToks * kXChunks % kThreads != 0 && c >= kToks * kXChunks) break;
-    const int t = c / kXChunks, k = c % kXChunks;
-    const bool ok = t < n_toks;
-    cp_async16(xdst + t * kXRowBytes + 16 * k, x + ((ok ? t : 0) * x_row_bytes + xcol + 16 * k), ok);
-  }
-}
 
 // Byte offset of (row, 16-byte chunk c of the step's 128 K bytes) in an operand tile.
 __device__ __forceinline__ int tile_off(int row, int c) { return row * 128 + ((c ^ (row & 7)) << 4); }
@@ -281,18 +242,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = warp / 4, wr = wg % 2, wn = wg / 2, g = lane / 4, q = lane % 4;
   const int row = 64 * wr + 16 * (warp % 4) + g;  // this thread's first row in the CTA's tile (+8 the second)
   const int tok = kN * wn + 2 * q;                // and first token (+1, +8j)
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows, tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
-  const int64_t steps = n_in / kStepElems;
-  const uint32_t row_bytes = static_cast<uint32_t>(n_in / QK * Fmt<T>::kBlockBytes);
-  const uint32_t x_row_bytes = static_cast<uint32_t>(n_in / QK * 36);
-  const int n_rows = static_cast<int>(n_out - row0 < kRows ? n_out - row0 : kRows);
-  const int n_toks = static_cast<int>(nt - tok0 < kToks ? nt - tok0 : kToks);
-  const uint8_t* wt = w + row0 * row_bytes;
-  const uint8_t* xt = x + tok0 * x_row_bytes;
+  const Tile ct = cta_tile<Fmt<T>::kBlockBytes>(w, n_out, n_in, x, nt);
+  const int64_t steps = ct.steps;
+  const auto copy_step = [&](int buf, uint32_t step) {
+    issue_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes, kThreads>(ct, sm.w[buf], sm.x[buf], step, tid);
+  };
 
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
-    if (st < steps) issue_step(sm, st, wt, row_bytes, n_rows, xt, x_row_bytes, n_toks, st, tid);
+    if (st < steps) copy_step(st, st);
     cp_async_commit();
   }
   cp_async_wait<S - 2>();
@@ -312,8 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue_block(sm, p, wr, wn, 0, d);
     const int64_t next = i + S - 1;
     if (next < steps)
-      issue_step(sm, static_cast<int>(next % S), wt, row_bytes, n_rows, xt, x_row_bytes, n_toks,
-                 static_cast<uint32_t>(next), tid);
+      copy_step(static_cast<int>(next % S), static_cast<uint32_t>(next));
     cp_async_commit();
     if (i + 1 < steps) {
       unpack_step<T>(sm, static_cast<int>((i + 1) % S), p ^ 1, tid);
@@ -334,14 +291,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int64_t r = row0 + row + 8 * i;
+    const int64_t r = ct.row0 + row + 8 * i;
     if (r >= n_out) continue;
     const float bv = bias ? bias[r] : 0.0f;
 #pragma unroll
     for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const int64_t t = tok0 + tok + 8 * j + c;
+        const int64_t t = ct.tok0 + tok + 8 * j + c;
         if (t < nt) y[t * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
       }
   }
@@ -361,10 +318,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
     return true;
   }();
   (void)opted_in;
-  const int64_t gy = (nt + kToks - 1) / kToks;
-  if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
-  const unsigned gx = grid_1d(n_out, kRows, kernel);
-  mmq_wgmma_kernel<T><<<dim3(gx, static_cast<unsigned>(gy)), kThreads, kSmem, s>>>(
+  mmq_wgmma_kernel<T><<<tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);
   check_launch(kernel, s);
 }
@@ -372,9 +326,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
 }  // namespace
 
 bool mmq_wgmma_applies(WeightType t, int64_t n_in, const void* w, const void* x_q8_1) {
-  return (t == WeightType::Q4_0 || t == WeightType::Q8_0) && n_in > 0 && n_in % kStepElems == 0 &&
-         n_in <= (int64_t{1} << 24) &&  // 32-bit offsets inside a CTA's tile
-         (reinterpret_cast<uintptr_t>(w) & 7u) == 0 && (reinterpret_cast<uintptr_t>(x_q8_1) & 15u) == 0 &&
+  return tile_applies(t, n_in, w, x_q8_1) &&
          device_is_sm90();
 }
 
