@@ -10,11 +10,13 @@
 #include "core/error.h"
 #include "cuda/argmax.h"
 #include "cuda/attention.h"
+#include "cuda/convert.h"
 #include "cuda/cuda_backend_impl.h"
 #include "cuda/elementwise.h"
 #include "cuda/get_rows.h"
 #include "cuda/head_rms_norm.h"
 #include "cuda/kv_cache.h"
+#include "cuda/matmul_dequant.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmvq.h"
@@ -35,6 +37,7 @@ std::string CudaBackend::matmul_kernel(const Node& n) const {
   const bool q = is_quantized(w.type);
   if (n.rows() == 1) return q ? "mmvq (activations as Q8_1)" : std::string("gemv ") + minfer::name(w.type);
   if (q && impl_->path == MatmulPath::MMQ) return "mmq (activations as Q8_1, int8 tensor cores)";
+  if (q && !w.w16) return "matmul_dequant (f16 wgmma, weights dequantized in the kernel)";
   if (q) return "cublas f16 gemm (W16 cache)";
   return w.type == WeightType::F32 ? "cublas f32 gemm" : std::string("cublas ") + minfer::name(w.type) + " gemm";
 }
@@ -63,7 +66,11 @@ void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const fl
     cuda::mmq_with_tile(w.type, w.data, w.rows, w.cols, quantized(), nt, bias, y, opts.mmq_tile, stream);
     return;
   }
-  if (is_quantized(w.type) && !w.w16) fail("cuda: weight '", n.weight, "' has no W16 cache copy");
+  if (is_quantized(w.type) && !w.w16) {  // build_w16_cache left it to matmul_dequant
+    cuda::f32_to_f16(x, p.act_half.as<__half>(), nt * w.cols, stream);
+    cuda::matmul_dequant(w.type, w.data, w.rows, w.cols, p.act_half.as<__half>(), nt, bias, y, stream);
+    return;
+  }
   const WeightType gemm_type = is_quantized(w.type) ? WeightType::F16 : w.type;
   cuda::matmul_float_weights(cublas, gemm_type, w.w16 ? static_cast<const void*>(w.w16) : w.data, w.rows, w.cols, x,
                              nt, p.act_half.get(), y, stream);

@@ -89,7 +89,8 @@ StepPlan& CudaBackend::Impl::plan_for(const Graph& g, bool shared) {
       }
     }
     // Matmul scratch, only where a kernel reads it (Impl::matmul): Q8_1 activations for quantized
-    // weights on matvecs and mmq, f16/bf16 activations for cuBLAS on f16/bf16 (or W16) weights.
+    // weights on matvecs and mmq, f16/bf16 activations for cuBLAS on f16/bf16 (or W16) weights and
+    // for matmul_dequant.
     if (n.op == Op::MatMul || n.op == Op::Logits) {
       const int64_t n_in = g.node(n.src[0]).cols();
       const WeightType t = weights->get(n.weight).type;

@@ -7,6 +7,7 @@
 #include "cpu/ops.h"
 #include "cuda/cuda_check.h"
 #include "cuda/dequant.h"
+#include "cuda/matmul_dequant.h"
 
 namespace minfer::cuda {
 namespace {
@@ -95,15 +96,17 @@ const float* DeviceWeights::f32(const std::string& name) const {
 }
 
 void DeviceWeights::build_w16_cache(const Model& m, cudaStream_t s) {
-  const auto mats = prefill_matmul_weights(m);
+  // The quantized weights that matmul_dequant does not take (it dequantizes in the kernel).
+  std::vector<const WeightView*> mats;
+  for (const WeightView* w : prefill_matmul_weights(m))
+    if (is_quantized(w->type) && !matmul_dequant_applies(w->type, w->cols, by_name_.at(w->name).data))
+      mats.push_back(w);
   size_t total = 0;
-  for (const WeightView* w : mats)
-    if (is_quantized(w->type)) total += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(__half));
+  for (const WeightView* w : mats) total += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(__half));
   if (total == 0) return;  // float weights go to cuBLAS as they are
   w16_.alloc(total, "the W16 cache (weights dequantized to f16 for the f16 prefill path)");
   size_t off = 0;
   for (const WeightView* w : mats) {
-    if (!is_quantized(w->type)) continue;
     DeviceWeight& d = by_name_.at(w->name);
     __half* dst = reinterpret_cast<__half*>(w16_.as<uint8_t>() + off);
     dequant_to_f16(w->type, d.data, w->rows, w->cols, dst, s);

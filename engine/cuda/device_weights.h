@@ -25,7 +25,7 @@ class DeviceWeights {
   const DeviceWeight& get(const std::string& name) const;  // Error when absent
   const float* f32(const std::string& name) const;         // a norm/bias as f32
   // Dequantizes every quantized matmul weight (not the LM head, which always runs as a matvec)
-  // to f16 once.
+  // to f16 once, but those that matmul_dequant takes (Q4_0 / Q8_0 on sm_90: no copy).
   void build_w16_cache(const Model& m, cudaStream_t s);
   size_t weight_bytes() const { return blob_.bytes() + small_.bytes(); }
   size_t w16_bytes() const { return w16_.bytes(); }

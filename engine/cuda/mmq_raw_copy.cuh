@@ -68,18 +68,15 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// The copies of K step `step` of tile `t` into the shared buffers wdst (rows kRowBytes apart) and
-// xdst (tokens kXRowBytes apart). 32-bit offsets inside the CTA's tile (128 rows or tokens:
-// < 2^32 for n_in up to 2^24, tile_applies) keep the addresses in few registers.
+// The copies of K step `step` of tile `t`'s weight rows into the shared buffer wdst (rows
+// kRowBytes apart). 32-bit offsets inside the CTA's tile (128 rows: < 2^32 for n_in up to 2^24,
+// tile_applies) keep the addresses in few registers.
 template <int kBlockBytes, int kRowBytes, int kThreads>
-__device__ __forceinline__ void issue_step(const Tile& t, const void* wdst_p, const void* xdst_p, uint32_t step,
-                                           int tid) {
+__device__ __forceinline__ void issue_w_step(const Tile& t, const void* wdst_p, uint32_t step, int tid) {
   const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(wdst_p));
-  const uint32_t xdst = static_cast<uint32_t>(__cvta_generic_to_shared(xdst_p));
   const uint8_t* __restrict__ w = t.w;
-  const uint8_t* __restrict__ x = t.x;
-  const uint32_t row_bytes = t.row_bytes, x_row_bytes = t.x_row_bytes;
-  const int n_rows = t.n_rows, n_toks = t.n_toks;
+  const uint32_t row_bytes = t.row_bytes;
+  const int n_rows = t.n_rows;
   constexpr int kW = kStepBlocks * kBlockBytes / 8;  // 8-byte copies per row
   const uint32_t wcol = step * (kStepBlocks * kBlockBytes);
 #pragma unroll
@@ -90,6 +87,17 @@ __device__ __forceinline__ void issue_step(const Tile& t, const void* wdst_p, co
     const bool ok = r < n_rows;
     cp_async8(wdst + r * kRowBytes + 8 * k, w + ((ok ? r : 0) * row_bytes + wcol + 8 * k), ok);
   }
+}
+
+// As issue_w_step, plus the tokens' Q8_1 blocks into xdst (tokens kXRowBytes apart).
+template <int kBlockBytes, int kRowBytes, int kThreads>
+__device__ __forceinline__ void issue_step(const Tile& t, const void* wdst_p, const void* xdst_p, uint32_t step,
+                                           int tid) {
+  issue_w_step<kBlockBytes, kRowBytes, kThreads>(t, wdst_p, step, tid);
+  const uint32_t xdst = static_cast<uint32_t>(__cvta_generic_to_shared(xdst_p));
+  const uint8_t* __restrict__ x = t.x;
+  const uint32_t x_row_bytes = t.x_row_bytes;
+  const int n_toks = t.n_toks;
   const uint32_t xcol = step * kXRowBytes;
 #pragma unroll
   for (int c0 = 0; c0 < kToks * kXChunks; c0 += kThreads) {

@@ -35,6 +35,7 @@
 #include "cuda/device_info.h"
 #include "cuda/mmq_raw_copy.cuh"
 #include "cuda/quant_blocks.cuh"
+#include "cuda/wgmma_sm90a.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -47,9 +48,7 @@ using namespace mmq_raw;  // the tile shape and the raw copies (mmq_raw_copy.cuh
 constexpr int kWgN = 1, kN = kToks / kWgN, kAcc = kN / 2;  // kAcc: results per thread
 constexpr int kThreads = 256 * kWgN;
 constexpr int kTileBytes = kRows * kStepElems;    // one int8 operand tile (16 KB)
-// Operand tiles: a 128-byte row per weight row / token (the step's 128 codes) with the 128-byte
-// swizzle, 8-row groups 1024 bytes apart (the descriptor's stride; its leading offset is unused).
-constexpr uint32_t kLbo = 16, kSbo = 1024;
+// Operand tiles: a 128-byte row per weight row / token (the step's 128 codes), wgmma_sm90a.cuh's layout.
 constexpr int kMagicBits = 0x4B400000;
 constexpr float kMagic = 12582912.0f;             // 1.5 * 2^23
 static_assert(std::bit_cast<float>(kMagicBits) == kMagic);
@@ -79,29 +78,12 @@ struct Smem {
   float xd[2][kStepBlocks][kToks];                // d_a per block and token
 };
 
-// ---------------------------------------------------------------- proxies
-
-// Generic-proxy stores to shared memory made visible to wgmma's operand reads (async proxy).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
 // ---------------------------------------------------------------- wgmma
 
-__device__ __forceinline__ uint64_t smem_desc(const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  return static_cast<uint64_t>((a & 0x3FFFF) >> 4) | (static_cast<uint64_t>(kLbo >> 4) << 16) |
-         (static_cast<uint64_t>(kSbo >> 4) << 32) |  // base offset 0: tiles are 1024-byte aligned
-         (uint64_t{1} << 62);                           // 128-byte swizzle
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-// Ties the registers to the asm statements around them, so no read of a result moves above the
-// wait that makes it valid.
-__device__ __forceinline__ void fence_regs(int (&d)[kAcc]) {
-#pragma unroll
-  for (int e = 0; e < kAcc; ++e) asm volatile("" : "+r"(d[e]));
-}
+using wgmma::fence_proxy_async;
+using wgmma::fence_regs;
+using wgmma::smem_desc;
+using wgmma::tile_off;
 
 // D = A (64 x 32 s8, K-major) * B (128 x 32 s8, K-major)^T, D's old values ignored (scale-d 0).
 __device__ __forceinline__ void wgmma_k32(int (&d)[64], uint64_t a, uint64_t b) {
@@ -141,9 +123,6 @@ __device__ __forceinline__ void wgmma_k32(int (&d)[32], uint64_t a, uint64_t b) 
 
 // ---------------------------------------------------------------- staging
 
-
-// Byte offset of (row, 16-byte chunk c of the step's 128 K bytes) in an operand tile.
-__device__ __forceinline__ int tile_off(int row, int c) { return row * 128 + ((c ^ (row & 7)) << 4); }
 // Start of rows 64 h.. at block kb (32 K bytes) of a tile: the descriptor's start moves inside the
 // swizzled row (the hardware applies the swizzle to the full address; tiles are 1024-aligned).
 __device__ __forceinline__ int block_off(int h, int kb) { return h * 8192 + kb * 32; }
@@ -201,9 +180,9 @@ __device__ __forceinline__ void unpack_step(Smem<T>& sm, int st, int p, int tid)
 
 template <WeightType T>
 __device__ __forceinline__ void issue_block(const Smem<T>& sm, int p, int wr, int wn, int kb, int (&d)[kAcc]) {
-  wgmma_fence();  // d was read since the last wgmma that wrote it
+  wgmma::fence();  // d was read since the last wgmma that wrote it
   wgmma_k32(d, smem_desc(&sm.a[p][block_off(wr, kb)]), smem_desc(&sm.b[p][block_off(0, kb) + wn * kN * 128]));
-  wgmma_commit();
+  wgmma::commit();
 }
 
 // acc += block kb's products, scaled (mmq.cu's update).
@@ -278,12 +257,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     // One result set per thread: the other warpgroups' wgmma run while this one scales (two sets,
     // block b+1 in flight while b is scaled, measured no faster and spilled: docs/benchmarks.md).
-    wgmma_wait<0>();
+    wgmma::wait<0>();
     scale_block(sm, p, 0, row, tok, d, acc);
 #pragma unroll
     for (int kb = 1; kb < kStepBlocks; ++kb) {
       issue_block(sm, p, wr, wn, kb, d);
-      wgmma_wait<0>();
+      wgmma::wait<0>();
       scale_block(sm, p, kb, row, tok, d, acc);
     }
   }

@@ -5,8 +5,9 @@
 //     RMSNorm + gate/up + SwiGLU (mmvq_swiglu_fused) at the FFN shape: µs, GB/s of the bytes a
 //     launch moves (weights + activations + outputs) and its fraction of the device's measured
 //     streaming read (the backend's own probe, cuda::measure_read_bandwidth_gbs);
-//   prefill (nt = 512, 128): mmq in Q4_0, Q8_0, Q4_K and Q6_K (and the wgmma tile, mmq_wgmma, in
-//     Q4_0 and Q8_0 on an sm_90 device), and the f16 path as the reference
+//   prefill (nt = 512, 128): mmq in Q4_0, Q8_0, Q4_K and Q6_K (and the wgmma tile, mmq_wgmma, and
+//     the f16 GEMM dequantizing in the kernel, matmul_dequant, in Q4_0 and Q8_0 on an sm_90
+//     device: x converted to f16 in each launch, as the engine does), and the f16 path as the reference
 //     point (f16 weights, what the W16 cache holds, through matmul_float_weights: x rounded to f16,
 //     then cuBLAS): µs, TOPS = 2 * n_out * n_in * nt / t.
 // Timing: a CUDA graph of back-to-back launches (as the decode step's graph runs them), replayed;
@@ -52,6 +53,8 @@
 #include "cuda/device_buffer.h"
 #include "cuda/device_info.h"
 #include "cuda/launch_settings.h"
+#include "cuda/convert.h"
+#include "cuda/matmul_dequant.h"
 #include "cuda/matmul_f16.h"
 #include "cuda/mmq.h"
 #include "cuda/mmq_wgmma.h"
@@ -203,6 +206,11 @@ class Bench {
             if (cuda::mmq_wgmma_applies(t, mat.n_in, nullptr, nullptr))
               maybe_run(case_name("mmq_wgmma", m, mat, t, nt), [&](Result& r) {
                 prefill_mmq(r, m, mat, t, nt, true);
+                if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
+              });
+            if (cuda::matmul_dequant_applies(t, mat.n_in, nullptr))
+              maybe_run(case_name("matmul_dequant", m, mat, t, nt), [&](Result& r) {
+                prefill_dequant(r, m, mat, t, nt);
                 if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
               });
           }
@@ -422,6 +430,44 @@ class Bench {
     r.copies = wc.copies();
     r.weight_bytes = static_cast<double>(w.size());
     r.bytes = r.weight_bytes + static_cast<double>(xq.size()) + 4.0 * nt * n_out;
+  }
+
+  // matmul_dequant: the f16 path's maths on the quantized weights (f32 -> f16 conversion of x
+  // included, as in the engine); checked against the float64 dot of the f16-rounded operands.
+  void prefill_dequant(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt) {
+    fill(r, "prefill", "matmul_dequant", m, mat, t, nt);
+    const int64_t n_out = mat.n_out, n_in = mat.n_in;
+    const uint32_t seed = seed_of(r.name);
+    const auto w = make_weights(t, n_out, n_in, seed, pool_);
+    const auto x = testing::random_floats(static_cast<size_t>(nt * n_in), seed + 1);
+    const WeightCopies wc(w, cycle_bytes_, r.name);
+    const DeviceBuffer dx = upload(x, "x");
+    const DeviceBuffer xh(static_cast<size_t>(nt * n_in) * 2, "x (f16)");
+    DeviceBuffer dy = floats(nt * n_out, "y");
+    const auto launch = [&](int i) {
+      cuda::f32_to_f16(dx.as<float>(), xh.as<__half>(), nt * n_in, s_);
+      cuda::matmul_dequant(t, wc.copy(i), n_out, n_in, xh.as<__half>(), nt, nullptr, dy.as<float>(), s_);
+    };
+    launch_once(launch, wc, {&dy});
+    const auto got = download(dy, nt * n_out);
+    const auto tokens = checked_tokens(nt);
+    std::vector<float> x16;
+    for (int64_t tk : tokens)
+      for (int64_t k = 0; k < n_in; ++k) x16.push_back(fp16_to_f32(f32_to_fp16(x[tk * n_in + k])));
+    const auto wd = testing::dequantize_rows(t, w, n_out, n_in);  // as f16 bits: the W16 cache's values
+    std::vector<uint8_t> w16(wd.size() * 2);
+    for (size_t i = 0; i < wd.size(); ++i) {
+      const uint16_t h = f32_to_fp16(wd[i]);
+      std::memcpy(&w16[2 * i], &h, 2);
+    }
+    r.check = f16_gemm_check();
+    compare_rows(r.check, got, n_out, n_in, tokens, [&](int64_t r0, int64_t r1) {
+      return f16_rows_reference(w16, n_in, r0, r1, x16, static_cast<int64_t>(tokens.size()));
+    });
+    r.time = time_launches(s_, wc.copies(), replays_, launch);
+    r.copies = wc.copies();
+    r.weight_bytes = static_cast<double>(w.size());
+    r.bytes = r.weight_bytes + 4.0 * nt * (n_in + n_out) + 2.0 * nt * n_in;
   }
 
   void prefill_f16(Result& r, const ModelShapes& m, const Matrix& mat, int64_t nt) {
