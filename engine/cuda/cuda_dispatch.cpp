@@ -44,7 +44,7 @@ std::string CudaBackend::matmul_kernel(const Node& n) const {
 
 // Quantizes x into act_q8 unless it already holds it (the previous matmul had the same input).
 const void* CudaBackend::Impl::quantized_input(const Node& n, const float* x, int64_t cols, StepPlan& p) {
-  const StepPlan::QuantizedInput want{n.src[0], x, n.rows(), cols};
+  const StepPlan::HeldInput want{n.src[0], x, n.rows(), cols};
   if (p.act_q8_holds != want) cuda::quantize_q8_1(x, n.rows(), cols, p.act_q8.get(), stream);
   p.act_q8_holds = want;
   return p.act_q8.get();
@@ -67,13 +67,16 @@ void CudaBackend::Impl::matmul(const Node& n, const float* x, float* y, const fl
     return;
   }
   if (is_quantized(w.type) && !w.w16) {  // build_w16_cache left it to matmul_dequant
-    cuda::f32_to_f16(x, p.act_half.as<__half>(), nt * w.cols, stream);
+    const StepPlan::HeldInput want{n.src[0], x, nt, w.cols};
+    if (p.act_half_holds != want) cuda::f32_to_f16(x, p.act_half.as<__half>(), nt * w.cols, stream);
+    p.act_half_holds = want;
     cuda::matmul_dequant(w.type, w.data, w.rows, w.cols, p.act_half.as<__half>(), nt, bias, y, stream);
     return;
   }
   const WeightType gemm_type = is_quantized(w.type) ? WeightType::F16 : w.type;
   cuda::matmul_float_weights(cublas, gemm_type, w.w16 ? static_cast<const void*>(w.w16) : w.data, w.rows, w.cols, x,
                              nt, p.act_half.get(), y, stream);
+  p.act_half_holds = {};  // cuBLAS's launcher converted its input there (f16 or bf16)
   if (bias) cuda::add_bias(y, bias, y, nt, w.rows, stream);
 }
 
@@ -245,7 +248,7 @@ size_t CudaBackend::Impl::enqueue(const Graph& g, StepPlan& p, cuda::CaptureReco
   const std::vector<int>& node_of = p.summaries.node_of;
   const size_t part = summaries ? std::max<size_t>(1, (node_of.size() + kSummaryParts - 1) / kSummaryParts) : 0;
   std::vector<char> written(summaries ? g.nodes.size() : 0, 0);
-  p.act_q8_holds = {};  // a new step's inputs
+  p.act_q8_holds = p.act_half_holds = {};  // a new step's inputs
   bool waited = !defer_tail;
   auto wait_for_tail = [&] {
     if (waited) return;

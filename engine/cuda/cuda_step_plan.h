@@ -33,14 +33,15 @@ struct StepPlan {
   DeviceBuffer tokens, positions;                      // int32 [n_tokens], device
   int32_t* host_inputs = nullptr;                      // pinned staging: tokens then positions
   DeviceBuffer act_q8;                                 // Q8_1 activations of the widest matmul input
-  // What act_q8 holds in the step being enqueued: matmuls of one input (q/k/v, gate/up on the
-  // unfused paths) quantize it once. Reset at the start of every enqueue.
-  struct QuantizedInput {
+  // Which input act_q8 (act_half) holds in the step being enqueued: matmuls of one input (q/k/v,
+  // gate/up on the unfused paths) quantize it (convert it to f16 for matmul_dequant) once. Reset
+  // at the start of every enqueue.
+  struct HeldInput {
     int node = -1;
     const float* x = nullptr;
     int64_t rows = 0, cols = 0;
-    bool operator==(const QuantizedInput&) const = default;
-  } act_q8_holds;
+    bool operator==(const HeldInput&) const = default;
+  } act_q8_holds, act_half_holds;
   DeviceBuffer act_half;                               // f16/bf16 activations (float GEMM path)
   DeviceBuffer attn_scratch;                           // split-KV partials (decode)
   DeviceBuffer attn_tickets;                           // their per-head merge counters (zeroed once)
