@@ -17,19 +17,14 @@
 
 namespace minfer::cuda {
 
-// Whether the kernel takes these weights: Q4_0 or Q8_0, n_in a multiple of 64 and at most 2^24,
-// w 4-byte aligned, and the device is compute capability 9.0 (the kernel is built for sm_90a only).
+// Whether the kernel takes these weights: Q4_0 or Q8_0, n_in a multiple of 128 and at most 2^24,
+// w 8-byte aligned, and the device is compute capability 9.0 (the kernel is built for sm_90a only).
 bool matmul_dequant_applies(WeightType t, int64_t n_in, const void* w);
 
 // y[t][r] = sum_k x[t][k] * f16(W[r][k]) (+ bias[r]), accumulated in f32; x row-major [nt][n_in]
 // f16 and 16-byte aligned, w row-major [n_out][n_in] in type t, y row-major [nt][n_out].
-// tile_rows: the weight rows per CTA, 128 or 256; 0 takes matmul_dequant_tile_rows. Graph-
-// capturable; fails with the reason when the weights do not apply or x is misaligned.
+// Graph-capturable; fails with the reason when the weights do not apply or x is misaligned.
 void matmul_dequant(WeightType t, const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t nt,
-                    const float* bias, float* y, cudaStream_t s, int tile_rows = 0);
-
-// The rule: 256 rows per CTA (half the activation traffic per product) where those tiles still
-// give every SM one, else 128.
-int matmul_dequant_tile_rows(int64_t n_out, int64_t nt);
+                    const float* bias, float* y, cudaStream_t s);
 
 }  // namespace minfer::cuda

@@ -1,15 +1,12 @@
-// matmul_dequant (matmul_dequant.h): 64 x kWgs weight rows x 128 tokens per CTA, one warpgroup
-// per 64 rows, one CTA per SM. Per K step of 64 elements (2 weight blocks, one 128-byte f16 row):
-//   * cp.async, kStages - 1 steps ahead: the weight rows' raw blocks (4-byte pieces: a row's two
-//     blocks are 36 / 68 bytes) into a staging buffer, and the tokens' f16 values straight into
-//     the swizzled B tile of that stage (wgmma_sm90a.cuh's layout); zeros past the matrix;
-//   * one step ahead, each thread dequantizes one (row, block) unit from the raw copy into the A
-//     tile: round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, as dequant.cu;
-//   * each warpgroup issues 4 wgmma m64n128k16 (f32 accumulators kept across all of K) and runs
-//     them while the threads copy and dequantize the next step.
-// Why 256 rows where the grid fills the GPU: the kernel is bound by what each SM fetches from L2
-// (the H100 measured ~24 GB/s per SM: 128 rows x 128 tokens ran at that rate for Q4_0 and Q8_0
-// alike, docs/benchmarks.md, session 24), and the tokens' 16 KB per step are what the rows share.
+// matmul_dequant (matmul_dequant.h): 128 weight rows x 128 tokens per CTA, one CTA per SM, two
+// warpgroups of 64 rows each. Per K step of 128 elements (4 weight blocks):
+//   * cp.async, kStages - 1 steps ahead: the weight rows' raw blocks (mmq_raw_copy.cuh) into a
+//     staging buffer, and the tokens' f16 values straight into the swizzled B tile of that stage
+//     (two 128-byte halves of K per token);
+//   * one step ahead, the threads dequantize (row, block) units from the raw copies into the A tile
+//     (f16, the same layout): round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, as dequant.cu;
+//   * each warpgroup issues 8 wgmma m64n128k16 (f32 accumulators kept across all of K) and runs them
+//     while the threads copy and dequantize the next step.
 // Accumulator layout (PTX ISA, wgmma D fragments for m64nN; warp w of the warpgroup, g = lane/4,
 // q = lane%4): element e = 4j + 2i + c is row 16w + g + 8i, token 8j + 2q + c.
 #include "cuda/matmul_dequant.h"
@@ -23,28 +20,30 @@
 namespace minfer::cuda {
 namespace {
 
+using mmq_raw::kRows;
+using mmq_raw::kStepBlocks;
+using mmq_raw::kToks;
 using wgmma::tile_off;
 
-constexpr int kToks = 128;                  // a CTA's tokens
-constexpr int kStepK = 64, kStepBlocks = 2; // elements and 32-blocks per K step
+constexpr int kThreads = 256;
 constexpr int kAcc = 64;                    // f32 results per thread (m64n128 over 128 threads)
-constexpr int kStages = 4;                  // raw weights + B tiles
+constexpr int kHalfTile = 128 * 128;        // 128 rows x 64 f16 (one 128-byte row each): 16 KB
+constexpr int kStages = 3;                  // raw weights + B tiles; 3 fit for both types
 
 template <WeightType T> struct Fmt;
 template <> struct Fmt<WeightType::Q4_0> {
   static constexpr int kBlockBytes = 18;
-  static constexpr int kRowBytes = 48;      // 36 + the word the unpack reads past the codes, 8-aligned
+  static constexpr int kRowBytes = 80;      // 72 + 8 (the unpack reads a word past the codes)
 };
 template <> struct Fmt<WeightType::Q8_0> {
   static constexpr int kBlockBytes = 34;
-  static constexpr int kRowBytes = 80;      // 68 + 4, 16-aligned
+  static constexpr int kRowBytes = 144;     // 136 + 8
 };
 
-template <WeightType T, int kWgs>
+template <WeightType T>
 struct Smem {
-  static constexpr int kRows = 64 * kWgs;
-  unsigned char a[2][kRows * 128];           // weights as f16 by step parity
-  unsigned char b[kStages][kToks * 128];     // tokens as f16 by stage
+  unsigned char a[2][2][kHalfTile];          // weights as f16 by step parity, K halves
+  unsigned char b[kStages][2][kHalfTile];    // tokens as f16 by stage, K halves
   unsigned char w[kStages][kRows * Fmt<T>::kRowBytes];
 };
 
@@ -71,41 +70,17 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[kAcc], uint64_t a, uint64_t
 
 // ---------------------------------------------------------------- copies
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
-}
-
-// A CTA's rows and tokens.
-struct Tile {
-  const uint8_t* w;     // its first weight row
-  const __half* x;      // its first token
-  int64_t row0, tok0, n_in;
-  uint32_t row_bytes;
-  int n_rows, n_toks;
-};
-
-// The copies of K step `step`: the rows' two raw blocks (4-byte pieces) into wdst (rows kRowBytes
-// apart) and the tokens' 64 values (8 chunks of 16 bytes, swizzled) into the B tile b.
-template <WeightType T, int kRows, int kThreads>
-__device__ __forceinline__ void copy_step(const Tile& t, unsigned char* wdst_p, unsigned char* b_p, uint32_t step,
-                                          int tid) {
-  constexpr int kW = kStepBlocks * Fmt<T>::kBlockBytes / 4;  // 4-byte pieces per row
-  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(wdst_p));
-  const uint32_t wcol = step * (kStepBlocks * Fmt<T>::kBlockBytes);
+// Tokens tok0.. of K step `step`: 128 tokens x 16 chunks of 16 bytes, chunk k of a token to half
+// k / 8 of the B tile at chunk k % 8 (swizzled); zeros past the last token.
+__device__ __forceinline__ void issue_x_step(const __half* x, int64_t n_in, int n_toks, unsigned char (*b)[kHalfTile],
+                                             uint32_t step, int tid) {
+  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(b[0]));
 #pragma unroll
-  for (int c0 = 0; c0 < kRows * kW; c0 += kThreads) {
-    const int c = c0 + tid;
-    if (kRows * kW % kThreads != 0 && c >= kRows * kW) break;
-    const int r = c / kW, k = c % kW;
-    const bool ok = r < t.n_rows;
-    cp_async4(wdst + r * Fmt<T>::kRowBytes + 4 * k, t.w + ((ok ? r : 0) * t.row_bytes + wcol + 4 * k), ok);
-  }
-  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(b_p));
-#pragma unroll
-  for (int c0 = 0; c0 < kToks * 8; c0 += kThreads) {
-    const int c = c0 + tid, tk = c / 8, k = c % 8;
-    const bool ok = tk < t.n_toks;
-    mmq_raw::cp_async16(b0 + tile_off(tk, k), t.x + ((ok ? tk : 0) * t.n_in + step * kStepK + 8 * k), ok);
+  for (int c0 = 0; c0 < kToks * 16; c0 += kThreads) {
+    const int c = c0 + tid, tk = c / 16, k = c % 16;
+    const bool ok = tk < n_toks;
+    const __half* src = x + (ok ? tk : 0) * n_in + step * 128 + 8 * k;
+    mmq_raw::cp_async16(b0 + (k / 8) * kHalfTile + tile_off(tk, k % 8), src, ok);
   }
 }
 
@@ -119,95 +94,97 @@ __device__ __forceinline__ unsigned dq_pair(unsigned biased, __half2 off, __half
   return h2_bits(__hmul2(__hsub2(bits_h2(biased), off), d));  // the subtraction is exact
 }
 
-// Raw stage `st` into the A tile of parity `p`: thread (warp w, lane l) takes block l / 16 of row
-// 16 w + l % 16 (a 16-byte store per chunk: 8 rows' chunks fill the banks once with the
-// swizzle). Whether a block's codes start on a word is a byte permute selector, not a branch.
-template <WeightType T, int kWgs>
-__device__ __forceinline__ void dequant_step(Smem<T, kWgs>& sm, int st, int p, int tid) {
+// Raw step `st` into the A tile of parity `p`. Lane l of warp w takes block l / 8 of row
+// 8 (2w + h) + l % 8, h = 0, 1 (mmq_wgmma_sm90a.cu's unpack: few bank conflicts on the raw rows,
+// none on the swizzled stores). Whether a block's codes start on a word is a byte permute
+// selector, not a branch.
+template <WeightType T>
+__device__ __forceinline__ void dequant_step(Smem<T>& sm, int st, int p, int tid) {
   constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
-  const int lane = tid % 32, kb = lane / 16, r = 16 * (tid / 32) + lane % 16;
+  const int lane = tid % 32, kb = lane / 8;
   const bool odd = kb & 1;
   const unsigned sel = odd ? 0x3210u : 0x5432u;  // odd block: codes on a word; even: 2 bytes past
-  unsigned char* a = sm.a[p];
-  const int c0 = 4 * kb;                         // the block's first 16-byte chunk in the row
-  const unsigned char* blk = &sm.w[st][r * kRB + kb * kBB];
-  const __half2 d = __half2half2(*reinterpret_cast<const __half*>(blk));
-  const unsigned* wp = reinterpret_cast<const unsigned*>(blk + 2 - (odd ? 0 : 2));
-  // Code word k (bytes 4k..4k+3 of the codes) from two aligned ones.
-  const auto word = [&](int k) { return __byte_perm(wp[k], wp[k + 1], sel); };
-  if constexpr (T == WeightType::Q4_0) {
-    // Byte j holds element j (low nibble) and 16 + j (high). 0x6400 | n is f16 1024 + n.
-    const __half2 off = __float2half2_rn(1032.0f);
-    uint4 out[4];  // chunks: elements 0-7, 8-15 (low nibbles), 16-23, 24-31 (high)
+  unsigned char* a = sm.a[p][kb / 2];
+  const int c0 = (kb % 2) * 4;                   // the block's first 16-byte chunk in its K half
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const unsigned u = word(k), v = u >> 4;
-      const unsigned lo01 = (__byte_perm(u, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
-      const unsigned lo23 = (__byte_perm(u, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
-      const unsigned hi01 = (__byte_perm(v, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
-      const unsigned hi23 = (__byte_perm(v, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
-      unsigned* lo = reinterpret_cast<unsigned*>(&out[k / 2]) + 2 * (k % 2);
-      unsigned* hi = reinterpret_cast<unsigned*>(&out[2 + k / 2]) + 2 * (k % 2);
-      lo[0] = dq_pair(lo01, off, d);
-      lo[1] = dq_pair(lo23, off, d);
-      hi[0] = dq_pair(hi01, off, d);
-      hi[1] = dq_pair(hi23, off, d);
-    }
+  for (int h = 0; h < 2; ++h) {
+    const int r = 8 * (2 * (tid / 32) + h) + lane % 8;
+    const unsigned char* blk = &sm.w[st][r * kRB + kb * kBB];
+    const __half2 d = __half2half2(*reinterpret_cast<const __half*>(blk));
+    const unsigned* wp = reinterpret_cast<const unsigned*>(blk + 2 - (odd ? 0 : 2));
+    // Code word k (bytes 4k..4k+3 of the codes) from two aligned ones.
+    const auto word = [&](int k) { return __byte_perm(wp[k], wp[k + 1], sel); };
+    if constexpr (T == WeightType::Q4_0) {
+      // Byte j holds element j (low nibble) and 16 + j (high). 0x6400 | n is f16 1024 + n.
+      const __half2 off = __float2half2_rn(1032.0f);
+      uint4 out[4];  // chunks: elements 0-7, 8-15 (low nibbles), 16-23, 24-31 (high)
 #pragma unroll
-    for (int k = 0; k < 4; ++k) *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + k)]) = out[k];
-  } else {
-    // Signed bytes; b ^ 0x80 = b + 128, so 0x6400 | (b ^ 0x80) is f16 1152 + b.
-    const __half2 off = __float2half2_rn(1152.0f);
-#pragma unroll
-    for (int ch = 0; ch < 4; ++ch) {  // chunk ch: elements 8 ch..8 ch+7 (code words 2 ch, 2 ch + 1)
-      uint4 out;
-      unsigned* o = reinterpret_cast<unsigned*>(&out);
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const unsigned u = word(2 * ch + k) ^ 0x80808080u;
-        o[2 * k] = dq_pair(__byte_perm(u, 0x64646464u, 0x4140), off, d);
-        o[2 * k + 1] = dq_pair(__byte_perm(u, 0x64646464u, 0x4342), off, d);
+      for (int k = 0; k < 4; ++k) {
+        const unsigned u = word(k), v = u >> 4;
+        const unsigned lo01 = (__byte_perm(u, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
+        const unsigned lo23 = (__byte_perm(u, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
+        const unsigned hi01 = (__byte_perm(v, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
+        const unsigned hi23 = (__byte_perm(v, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
+        unsigned* lo = reinterpret_cast<unsigned*>(&out[k / 2]) + 2 * (k % 2);
+        unsigned* hi = reinterpret_cast<unsigned*>(&out[2 + k / 2]) + 2 * (k % 2);
+        lo[0] = dq_pair(lo01, off, d);
+        lo[1] = dq_pair(lo23, off, d);
+        hi[0] = dq_pair(hi01, off, d);
+        hi[1] = dq_pair(hi23, off, d);
       }
-      *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + ch)]) = out;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + k)]) = out[k];
+    } else {
+      // Signed bytes; b ^ 0x80 = b + 128, so 0x6400 | (b ^ 0x80) is f16 1152 + b.
+      const __half2 off = __float2half2_rn(1152.0f);
+#pragma unroll
+      for (int ch = 0; ch < 4; ++ch) {  // chunk ch: elements 8 ch..8 ch+7 (code words 2 ch, 2 ch + 1)
+        uint4 out;
+        unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const unsigned u = word(2 * ch + k) ^ 0x80808080u;
+          o[2 * k] = dq_pair(__byte_perm(u, 0x64646464u, 0x4140), off, d);
+          o[2 * k + 1] = dq_pair(__byte_perm(u, 0x64646464u, 0x4342), off, d);
+        }
+        *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + ch)]) = out;
+      }
     }
   }
 }
 
 // ---------------------------------------------------------------- the kernel
 
-template <WeightType T, int kWgs>
-__global__ void __launch_bounds__(128 * kWgs, 1)
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads, 1)
     matmul_dequant_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const __half* __restrict__ x,
                           int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int S = kStages, kRows = 64 * kWgs, kThreads = 128 * kWgs;
+  constexpr int S = kStages;
   extern __shared__ __align__(128) unsigned char matmul_dequant_smem[];
   // The swizzle repeats every 1024 bytes of shared-memory address: align the tiles to it.
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(matmul_dequant_smem));
-  auto& sm = *reinterpret_cast<Smem<T, kWgs>*>(matmul_dequant_smem + ((1024 - (base & 1023)) & 1023));
+  Smem<T>& sm = *reinterpret_cast<Smem<T>*>(matmul_dequant_smem + ((1024 - (base & 1023)) & 1023));
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const int wg = warp / 4, g = lane / 4, q = lane % 4;
-  const int row = 64 * wg + 16 * (warp % 4) + g;  // this thread's first row in the CTA's tile (+8 the second)
-  Tile t;
-  t.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  t.tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
-  t.n_in = n_in;
-  t.row_bytes = static_cast<uint32_t>(n_in / 32 * Fmt<T>::kBlockBytes);
-  t.w = w + t.row0 * t.row_bytes;
-  t.x = x + t.tok0 * n_in;
-  t.n_rows = static_cast<int>(n_out - t.row0 < kRows ? n_out - t.row0 : kRows);
-  t.n_toks = static_cast<int>(nt - t.tok0 < kToks ? nt - t.tok0 : kToks);
-  const int64_t steps = n_in / kStepK;
-  const auto copy = [&](int buf, uint32_t step) { copy_step<T, kRows, kThreads>(t, sm.w[buf], sm.b[buf], step, tid); };
+  const int wr = warp / 4, g = lane / 4, q = lane % 4;
+  const int row = 64 * wr + 16 * (warp % 4) + g;  // this thread's first row in the CTA's tile (+8 the second)
+  const mmq_raw::Tile ct = mmq_raw::cta_tile<Fmt<T>::kBlockBytes>(w, n_out, n_in, reinterpret_cast<const uint8_t*>(x), nt);  // its Q8_1 view of x is unused
+  const __half* xt = x + ct.tok0 * n_in;
+  const int n_toks = static_cast<int>(nt - ct.tok0 < kToks ? nt - ct.tok0 : kToks);
+  const int64_t steps = ct.steps;
+  const auto copy_step = [&](int buf, uint32_t step) {
+    mmq_raw::issue_w_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes, kThreads>(ct, sm.w[buf], step, tid);
+    issue_x_step(xt, n_in, n_toks, sm.b[buf], step, tid);
+  };
 
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
-    if (st < steps) copy(st, st);
+    if (st < steps) copy_step(st, st);
     mmq_raw::cp_async_commit();
   }
   mmq_raw::cp_async_wait<S - 2>();
   __syncthreads();
-  dequant_step<T, kWgs>(sm, 0, 0, tid);
+  dequant_step<T>(sm, 0, 0, tid);
 
   float acc[kAcc];
 #pragma unroll
@@ -222,17 +199,19 @@ __global__ void __launch_bounds__(128 * kWgs, 1)
     wgmma::fence_regs(acc);
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < kStepK / 16; ++kk)  // K slices of 16: 32 bytes into the rows each
-      wgmma_k16(acc, wgmma::smem_desc(&sm.a[p][wg * 8192 + 32 * kk]), wgmma::smem_desc(&sm.b[sb][32 * kk]));
+    for (int kk = 0; kk < 8; ++kk) {  // K slices of 16: half kk / 4, 32 bytes into the rows each
+      const int off = (kk % 4) * 32;
+      wgmma_k16(acc, wgmma::smem_desc(&sm.a[p][kk / 4][wr * 8192 + off]), wgmma::smem_desc(&sm.b[sb][kk / 4][off]));
+    }
     wgmma::commit();
     wgmma::fence_regs(acc);
     const int64_t next = i + S - 1;
-    if (next < steps) copy(static_cast<int>(next % S), static_cast<uint32_t>(next));
+    if (next < steps) copy_step(static_cast<int>(next % S), static_cast<uint32_t>(next));
     mmq_raw::cp_async_commit();
     if (i + 1 < steps) {
       mmq_raw::cp_async_wait<S - 2>();  // step i+1's raw weights (this thread's copies)
       __syncthreads();                  // everyone's
-      dequant_step<T, kWgs>(sm, static_cast<int>((i + 1) % S), p ^ 1, tid);
+      dequant_step<T>(sm, static_cast<int>((i + 1) % S), p ^ 1, tid);
     }
   }
   wgmma::wait<0>();
@@ -241,15 +220,15 @@ __global__ void __launch_bounds__(128 * kWgs, 1)
 
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int64_t r = t.row0 + row + 8 * i;
+    const int64_t r = ct.row0 + row + 8 * i;
     if (r >= n_out) continue;
     const float bv = bias ? bias[r] : 0.0f;
 #pragma unroll
     for (int j = 0; j < kToks / 8; ++j)
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const int64_t tk = t.tok0 + 8 * j + 2 * q + c;
-        if (tk < nt) y[tk * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
+        const int64_t t = ct.tok0 + 8 * j + 2 * q + c;
+        if (t < nt) y[t * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
       }
   }
 #else
@@ -257,56 +236,38 @@ __global__ void __launch_bounds__(128 * kWgs, 1)
 #endif
 }
 
-template <WeightType T, int kWgs>
+template <WeightType T>
 void launch(const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t nt, const float* bias, float* y,
             cudaStream_t s, const char* kernel) {
-  constexpr size_t kSmem = sizeof(Smem<T, kWgs>) + 1024;  // + the alignment of the tiles
+  constexpr size_t kSmem = sizeof(Smem<T>) + 1024;  // + the alignment of the tiles
   static_assert(kSmem <= 227 * 1024, "one CTA per SM");
   static const bool opted_in = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(matmul_dequant_kernel<T, kWgs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(matmul_dequant_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSmem)));
     return true;
   }();
   (void)opted_in;
-  const int64_t gy = (nt + kToks - 1) / kToks;
-  if (gy > 65535) fail("CUDA kernel ", kernel, ": ", nt, " tokens exceed the grid (at most ", 65535 * kToks, ")");
-  const dim3 grid(grid_1d(n_out, 64 * kWgs, kernel), static_cast<unsigned>(gy));
-  matmul_dequant_kernel<T, kWgs><<<grid, 128 * kWgs, kSmem, s>>>(static_cast<const uint8_t*>(w), n_out, n_in, x, nt,
-                                                                  bias, y);
+  matmul_dequant_kernel<T><<<mmq_raw::tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
+      static_cast<const uint8_t*>(w), n_out, n_in, x, nt, bias, y);
   check_launch(kernel, s);
-}
-
-template <WeightType T>
-void launch_tile(int rows, const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t nt, const float* bias,
-                 float* y, cudaStream_t s) {
-  constexpr bool q4 = T == WeightType::Q4_0;
-  if (rows == 256) launch<T, 4>(w, n_out, n_in, x, nt, bias, y, s, q4 ? "matmul_dequant_kernel<Q4_0,256>" : "matmul_dequant_kernel<Q8_0,256>");
-  else launch<T, 2>(w, n_out, n_in, x, nt, bias, y, s, q4 ? "matmul_dequant_kernel<Q4_0,128>" : "matmul_dequant_kernel<Q8_0,128>");
 }
 
 }  // namespace
 
 bool matmul_dequant_applies(WeightType t, int64_t n_in, const void* w) {
-  return (t == WeightType::Q4_0 || t == WeightType::Q8_0) && n_in > 0 && n_in % kStepK == 0 &&
-         n_in <= (int64_t{1} << 24) && (reinterpret_cast<uintptr_t>(w) & 3u) == 0 && device_is_sm90();
-}
-
-int matmul_dequant_tile_rows(int64_t n_out, int64_t nt) {
-  const int64_t tiles = (n_out + 255) / 256 * ((nt + kToks - 1) / kToks);
-  return tiles >= sm_count() ? 256 : 128;
+  return mmq_raw::tile_applies(t, n_in, w, nullptr) && device_is_sm90();  // x: checked by matmul_dequant
 }
 
 void matmul_dequant(WeightType t, const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t nt,
-                    const float* bias, float* y, cudaStream_t s, int tile_rows) {
+                    const float* bias, float* y, cudaStream_t s) {
   if (!matmul_dequant_applies(t, n_in, w))
-    fail("matmul_dequant: ", name(t), " x ", n_in, " does not apply (Q4_0 or Q8_0, n_in a multiple of 64, sm_90)");
+    fail("matmul_dequant: ", name(t), " x ", n_in, " does not apply (Q4_0 or Q8_0, n_in a multiple of 128, sm_90)");
   if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0) fail("matmul_dequant: x is not 16-byte aligned");
   if (n_out <= 0 || nt <= 0) fail("matmul_dequant: empty shape ", nt, " x ", n_in, " . ", n_out);
-  if (tile_rows != 0 && tile_rows != 128 && tile_rows != 256)
-    fail("matmul_dequant: tile_rows ", tile_rows, " is not 0, 128 or 256");
-  const int rows = tile_rows ? tile_rows : matmul_dequant_tile_rows(n_out, nt);
-  if (t == WeightType::Q4_0) launch_tile<WeightType::Q4_0>(rows, w, n_out, n_in, x, nt, bias, y, s);
-  else launch_tile<WeightType::Q8_0>(rows, w, n_out, n_in, x, nt, bias, y, s);
+  if (t == WeightType::Q4_0)
+    launch<WeightType::Q4_0>(w, n_out, n_in, x, nt, bias, y, s, "matmul_dequant_kernel<Q4_0>");
+  else
+    launch<WeightType::Q8_0>(w, n_out, n_in, x, nt, bias, y, s, "matmul_dequant_kernel<Q8_0>");
 }
 
 }  // namespace minfer::cuda

@@ -208,13 +208,11 @@ class Bench {
                 prefill_mmq(r, m, mat, t, nt, true);
                 if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
               });
-            // The f16 GEMM dequantizing in the kernel: its rule's tile, then each tile forced.
             if (cuda::matmul_dequant_applies(t, mat.n_in, nullptr))
-              for (int tile : {0, 128, 256})
-                maybe_run(case_name(dequant_family(tile), m, mat, t, nt), [&](Result& r) {
-                  prefill_dequant(r, m, mat, t, nt, tile);
-                  if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
-                });
+              maybe_run(case_name("matmul_dequant", m, mat, t, nt), [&](Result& r) {
+                prefill_dequant(r, m, mat, t, nt);
+                if (const Result* f = find(f16)) r.f16_us = f->time.us_median;
+              });
           }
         }
     if (results_.empty()) fail("--filter '", filter_, "' matches no case");
@@ -434,14 +432,10 @@ class Bench {
     r.bytes = r.weight_bytes + static_cast<double>(xq.size()) + 4.0 * nt * n_out;
   }
 
-  static const char* dequant_family(int tile) {
-    return tile == 128 ? "matmul_dequant_r128" : tile == 256 ? "matmul_dequant_r256" : "matmul_dequant";
-  }
-
   // matmul_dequant: the f16 path's maths on the quantized weights (f32 -> f16 conversion of x
   // included, as in the engine); checked against the float64 dot of the f16-rounded operands.
-  void prefill_dequant(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt, int tile) {
-    fill(r, "prefill", dequant_family(tile), m, mat, t, nt);
+  void prefill_dequant(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt) {
+    fill(r, "prefill", "matmul_dequant", m, mat, t, nt);
     const int64_t n_out = mat.n_out, n_in = mat.n_in;
     const uint32_t seed = seed_of(r.name);
     const auto w = make_weights(t, n_out, n_in, seed, pool_);
@@ -452,7 +446,7 @@ class Bench {
     DeviceBuffer dy = floats(nt * n_out, "y");
     const auto launch = [&](int i) {
       cuda::f32_to_f16(dx.as<float>(), xh.as<__half>(), nt * n_in, s_);
-      cuda::matmul_dequant(t, wc.copy(i), n_out, n_in, xh.as<__half>(), nt, nullptr, dy.as<float>(), s_, tile);
+      cuda::matmul_dequant(t, wc.copy(i), n_out, n_in, xh.as<__half>(), nt, nullptr, dy.as<float>(), s_);
     };
     launch_once(launch, wc, {&dy});
     const auto got = download(dy, nt * n_out);
