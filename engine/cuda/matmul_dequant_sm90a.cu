@@ -218,19 +218,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma::fence_regs(acc);
   mmq_raw::cp_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
 
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t r = ct.row0 + row + 8 * i;
-    if (r >= n_out) continue;
-    const float bv = bias ? bias[r] : 0.0f;
-#pragma unroll
-    for (int j = 0; j < kToks / 8; ++j)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int64_t t = ct.tok0 + 8 * j + 2 * q + c;
-        if (t < nt) y[t * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
-      }
-  }
+  wgmma::store_d(acc, ct.row0 + row, ct.tok0 + 2 * q, n_out, nt, bias, y);
 #else
   __trap();  // built for sm_90a only; matmul_dequant_applies keeps other devices away
 #endif
@@ -241,11 +229,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t
             cudaStream_t s, const char* kernel) {
   constexpr size_t kSmem = sizeof(Smem<T>) + 1024;  // + the alignment of the tiles
   static_assert(kSmem <= 227 * 1024, "one CTA per SM");
-  static const bool opted_in = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(matmul_dequant_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kSmem)));
-    return true;
-  }();
+  static const bool opted_in = wgmma::allow_smem(reinterpret_cast<const void*>(matmul_dequant_kernel<T>), kSmem);
   (void)opted_in;
   matmul_dequant_kernel<T><<<mmq_raw::tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, x, nt, bias, y);

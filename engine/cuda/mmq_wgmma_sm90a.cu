@@ -268,19 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   cp_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
 
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t r = ct.row0 + row + 8 * i;
-    if (r >= n_out) continue;
-    const float bv = bias ? bias[r] : 0.0f;
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int64_t t = ct.tok0 + tok + 8 * j + c;
-        if (t < nt) y[t * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
-      }
-  }
+  wgmma::store_d(acc, ct.row0 + row, ct.tok0 + tok, n_out, nt, bias, y);
 #else
   __trap();  // built for sm_90a only; mmq_wgmma_applies keeps other devices away
 #endif
@@ -291,11 +279,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const void* x, int64_t n
             cudaStream_t s, const char* kernel) {
   constexpr size_t kSmem = sizeof(Smem<T>) + 1024;  // + the alignment of the tiles
   static_assert(kSmem <= 227 * 1024, "one CTA per SM");
-  static const bool opted_in = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(mmq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kSmem)));
-    return true;
-  }();
+  static const bool opted_in = wgmma::allow_smem(reinterpret_cast<const void*>(mmq_wgmma_kernel<T>), kSmem);
   (void)opted_in;
   mmq_wgmma_kernel<T><<<tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
       static_cast<const uint8_t*>(w), n_out, n_in, static_cast<const uint8_t*>(x), nt, bias, y);

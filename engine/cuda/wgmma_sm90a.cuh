@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cuda/cuda_check.h"
+
 namespace minfer::cuda::wgmma {
 
 // A K-major operand tile: a 128-byte row per M (or N) index with the 128-byte swizzle (16-byte
@@ -40,6 +42,34 @@ template <int N>
 __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
   for (int e = 0; e < N; ++e) asm volatile("" : "+f"(d[e]));
+}
+
+// The f32 results of an m64nN wgmma (element e = 4j + 2i + c is row row + 8i, token tok + 8j + c,
+// with row and tok this thread's first: PTX ISA's D fragment layout) into y[token][n_out], plus
+// bias[row] when given; rows and tokens past n_out / nt are skipped.
+template <int N>
+__device__ __forceinline__ void store_d(const float (&acc)[N], int64_t row, int64_t tok, int64_t n_out, int64_t nt,
+                                        const float* __restrict__ bias, float* __restrict__ y) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int64_t r = row + 8 * i;
+    if (r >= n_out) continue;
+    const float bv = bias ? bias[r] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < N / 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int64_t t = tok + 8 * j + c;
+        if (t < nt) y[t * n_out + r] = __fadd_rn(acc[4 * j + 2 * i + c], bv);
+      }
+  }
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory (more than the default 48 KB); call once
+// per kernel (the launchers keep a function-local static).
+inline bool allow_smem(const void* kernel, size_t bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return true;
 }
 
 }  // namespace minfer::cuda::wgmma

@@ -61,6 +61,7 @@
 #include "cuda/mmvq.h"
 #include "cuda/mmvq_fused.h"
 #include "cuda/mmvq_stream.h"
+#include "quant/quant.h"
 #include "tests/quant_test_data.h"
 #include "kernel_bench_check.h"
 #include "kernel_bench_timing.h"
@@ -403,6 +404,15 @@ class Bench {
 
   // The tokens a prefill check reads: first, middle, last.
   static std::vector<int64_t> checked_tokens(int64_t nt) { return {0, nt / 2, nt - 1}; }
+  // Those tokens' rows of x ([nt][n_in]) rounded to f16 as the f16 launchers do (round to nearest
+  // even, exact on both sides): what the f16 GEMMs' references multiply.
+  static std::vector<float> f16_token_rows(const std::vector<float>& x, int64_t n_in,
+                                           const std::vector<int64_t>& tokens) {
+    std::vector<float> x16;
+    for (int64_t tk : tokens)
+      for (int64_t k = 0; k < n_in; ++k) x16.push_back(fp16_to_f32(f32_to_fp16(x[tk * n_in + k])));
+    return x16;
+  }
 
   void prefill_mmq(Result& r, const ModelShapes& m, const Matrix& mat, WeightType t, int64_t nt, bool wgmma) {
     fill(r, "prefill", wgmma ? "mmq_wgmma" : "mmq", m, mat, t, nt);
@@ -451,15 +461,10 @@ class Bench {
     launch_once(launch, wc, {&dy});
     const auto got = download(dy, nt * n_out);
     const auto tokens = checked_tokens(nt);
-    std::vector<float> x16;
-    for (int64_t tk : tokens)
-      for (int64_t k = 0; k < n_in; ++k) x16.push_back(fp16_to_f32(f32_to_fp16(x[tk * n_in + k])));
+    const auto x16 = f16_token_rows(x, n_in, tokens);
     const auto wd = testing::dequantize_rows(t, w, n_out, n_in);  // as f16 bits: the W16 cache's values
     std::vector<uint8_t> w16(wd.size() * 2);
-    for (size_t i = 0; i < wd.size(); ++i) {
-      const uint16_t h = f32_to_fp16(wd[i]);
-      std::memcpy(&w16[2 * i], &h, 2);
-    }
+    quantize_row(WeightType::F16, wd.data(), w16.data(), static_cast<int64_t>(wd.size()));
     r.check = f16_gemm_check();
     compare_rows(r.check, got, n_out, n_in, tokens, [&](int64_t r0, int64_t r1) {
       return f16_rows_reference(w16, n_in, r0, r1, x16, static_cast<int64_t>(tokens.size()));
@@ -486,11 +491,8 @@ class Bench {
     };
     launch_once(launch, wc, {&dy});
     const auto got = download(dy, nt * n_out);
-    // The reference rounds x to f16 as the launcher does (round to nearest even, exact on both sides).
     const auto tokens = checked_tokens(nt);
-    std::vector<float> x16;
-    for (int64_t tk : tokens)
-      for (int64_t k = 0; k < n_in; ++k) x16.push_back(fp16_to_f32(f32_to_fp16(x[tk * n_in + k])));
+    const auto x16 = f16_token_rows(x, n_in, tokens);
     r.check = f16_gemm_check();
     compare_rows(r.check, got, n_out, n_in, tokens, [&](int64_t r0, int64_t r1) {
       return f16_rows_reference(w, n_in, r0, r1, x16, static_cast<int64_t>(tokens.size()));
