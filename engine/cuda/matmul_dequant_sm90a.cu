@@ -1,20 +1,30 @@
 // matmul_dequant (matmul_dequant.h): 128 weight rows x 128 tokens per CTA, one CTA per SM, two
 // warpgroups of 64 rows each. Per K step of 128 elements (4 weight blocks):
-//   * cp.async, kStages - 1 steps ahead: the weight rows' raw blocks (mmq_raw_copy.cuh) into a
-//     staging buffer, and the tokens' f16 values straight into the swizzled B tile of that stage
-//     (two 128-byte halves of K per token);
-//   * one step ahead, the threads dequantize (row, block) units from the raw copies into the A tile
-//     (f16, the same layout): round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, as dequant.cu;
-//   * each warpgroup issues 8 wgmma m64n128k16 (f32 accumulators kept across all of K) and runs them
-//     while the threads copy and dequantize the next step.
-// Accumulator layout (PTX ISA, wgmma D fragments for m64nN; warp w of the warpgroup, g = lane/4,
-// q = lane%4): element e = 4j + 2i + c is row 16w + g + 8i, token 8j + 2q + c.
+//   * kStages - 1 steps ahead: each warp copies the raw blocks of its own 16 rows into a staging
+//     buffer by cp.async, and one thread has the TMA copy the tokens' f16 values into the B tile of
+//     that stage (two boxes of 128 tokens x 64, 128-byte swizzle), completing the stage's "full"
+//     mbarrier; a stage is reused once every warp has arrived on its "empty" mbarrier;
+//   * each thread dequantizes its two rows' blocks from the raw copy straight into wgmma's A
+//     fragment registers -- round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, as dequant.cu --
+//     one step ahead, while the current step's MMAs run: the weights never pass through a shared
+//     f16 tile, and a warp's dequantization waits only for its own copies;
+//   * each warpgroup issues 8 wgmma m64n128k16 with A from registers and B from the stage (f32
+//     accumulators kept across all of K).
+// No barrier across the CTA inside the loop: the warpgroups meet only at the stages' mbarriers.
+// A fragment (PTX ISA, wgmma register fragment for A, f16, m64k16; as mma.m16n8k16's): warp w of
+// the warpgroup holds rows 16w..16w+15; with g = lane/4, q = lane%4 its four registers are
+// (row g, K 2q..2q+1), (row g+8, 2q..), (row g, 2q+8..2q+9), (row g+8, 2q+8..). A 32-block is two
+// K slices: Q4_0's code byte j holds element j (low nibble) and j + 16 (high), so a thread reads
+// code bytes 2q, 2q+1, 2q+8, 2q+9 of each of its rows' blocks and nothing else.
+// Accumulator layout (PTX ISA, wgmma D fragments for m64nN): element e = 4j + 2i + c is row
+// 16w + g + 8i, token 8j + 2q + c.
 #include "cuda/matmul_dequant.h"
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/mmq_raw_copy.cuh"
+#include "cuda/tma_sm90a.cuh"
 #include "cuda/wgmma_sm90a.cuh"
 
 namespace minfer::cuda {
@@ -27,35 +37,40 @@ using wgmma::tile_off;
 
 constexpr int kThreads = 256;
 constexpr int kAcc = 64;                    // f32 results per thread (m64n128 over 128 threads)
-constexpr int kHalfTile = 128 * 128;        // 128 rows x 64 f16 (one 128-byte row each): 16 KB
-constexpr int kStages = 3;                  // raw weights + B tiles; 3 fit for both types
+constexpr int kHalfTile = 128 * 128;        // 128 tokens x 64 f16 (one 128-byte row each): 16 KB
+constexpr int kSlices = 2 * kStepBlocks;    // K slices of 16 per step
 
 template <WeightType T> struct Fmt;
 template <> struct Fmt<WeightType::Q4_0> {
   static constexpr int kBlockBytes = 18;
-  static constexpr int kRowBytes = 80;      // 72 + 8 (the unpack reads a word past the codes)
+  static constexpr int kRowBytes = 72;      // rows 18 words apart: no bank conflicts
+  static constexpr int kStages = 5;         // 5 x (32 KB + 10 KB)
 };
 template <> struct Fmt<WeightType::Q8_0> {
   static constexpr int kBlockBytes = 34;
-  static constexpr int kRowBytes = 144;     // 136 + 8
+  static constexpr int kRowBytes = 136;     // 34 words apart: no bank conflicts
+  static constexpr int kStages = 4;         // 4 x (32 KB + 18 KB)
 };
 
 template <WeightType T>
 struct Smem {
-  unsigned char a[2][2][kHalfTile];          // weights as f16 by step parity, K halves
-  unsigned char b[kStages][2][kHalfTile];    // tokens as f16 by stage, K halves
-  unsigned char w[kStages][kRows * Fmt<T>::kRowBytes];
+  unsigned char b[Fmt<T>::kStages][2][kHalfTile];  // tokens as f16 by stage, K halves
+  unsigned char w[Fmt<T>::kStages][kRows * Fmt<T>::kRowBytes];
+  alignas(8) uint64_t full[Fmt<T>::kStages];   // a stage's token tile has landed (the TMA's bytes)
+  alignas(8) uint64_t empty[Fmt<T>::kStages];  // every warp is done with a stage's token tile
 };
 
-// D += A (64 x 16 f16, K-major) * B (128 x 16 f16, K-major)^T, f32 accumulators (scale-d 1).
-__device__ __forceinline__ void wgmma_k16(float (&d)[kAcc], uint64_t a, uint64_t b) {
+// A step's A fragments: 4 registers (8 f16) per K slice.
+using AFrag = unsigned[kSlices][4];
+
+// D += A (64 x 16 f16, registers) * B (128 x 16 f16, K-major in shared memory)^T, f32 accumulators.
+__device__ __forceinline__ void wgmma_k16(float (&d)[kAcc], const unsigned (&a)[4], uint64_t b) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
       "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
       "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -64,23 +79,37 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[kAcc], uint64_t a, uint64_t
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a), "l"(b), "r"(1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)
       : "memory");
 }
 
 // ---------------------------------------------------------------- copies
 
-// Tokens tok0.. of K step `step`: 128 tokens x 16 chunks of 16 bytes, chunk k of a token to half
-// k / 8 of the B tile at chunk k % 8 (swizzled); zeros past the last token.
-__device__ __forceinline__ void issue_x_step(const __half* x, int64_t n_in, int n_toks, unsigned char (*b)[kHalfTile],
-                                             uint32_t step, int tid) {
-  const uint32_t b0 = static_cast<uint32_t>(__cvta_generic_to_shared(b[0]));
+// Tokens tok0.. of K step `step`, as two boxes of 128 tokens x 64 f16 (one per K half): the TMA's
+// 128-byte swizzle is wgmma's, and it writes zeros past the last token. Completes `bar`.
+__device__ __forceinline__ void tma_x_step(const CUtensorMap* map, unsigned char (*b)[kHalfTile], uint64_t* bar,
+                                           int32_t step, int32_t tok0) {
 #pragma unroll
-  for (int c0 = 0; c0 < kToks * 16; c0 += kThreads) {
-    const int c = c0 + tid, tk = c / 16, k = c % 16;
-    const bool ok = tk < n_toks;
-    const __half* src = x + (ok ? tk : 0) * n_in + step * 128 + 8 * k;
-    mmq_raw::cp_async16(b0 + (k / 8) * kHalfTile + tile_off(tk, k % 8), src, ok);
+  for (int h = 0; h < 2; ++h) tma::load_box(b[h], map, step * 128 + 64 * h, tok0, bar);
+}
+
+// The raw blocks of K step `step` for warp `warp`'s 16 rows (rows 16 warp.. of the CTA's tile: the
+// rows its threads dequantize, so the warp waits for nothing but its own copies) into wdst, rows
+// kRowBytes apart; 8-byte pieces, zeros past the matrix's rows.
+template <int kBlockBytes, int kRowBytes>
+__device__ __forceinline__ void issue_warp_w_step(const mmq_raw::Tile& t, unsigned char* wdst_p, uint32_t step,
+                                                  int warp, int lane) {
+  constexpr int kW = kStepBlocks * kBlockBytes / 8;  // 8-byte pieces per row
+  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(wdst_p)) + 16 * warp * kRowBytes;
+  const uint8_t* __restrict__ w = t.w;
+  const uint32_t wcol = step * (kStepBlocks * kBlockBytes);
+#pragma unroll
+  for (int c0 = 0; c0 < 16 * kW; c0 += 32) {
+    const int c = c0 + lane;
+    if (16 * kW % 32 != 0 && c >= 16 * kW) break;
+    const int r = c / kW, k = c % kW, tr = 16 * warp + r;
+    const bool ok = tr < t.n_rows;
+    mmq_raw::cp_async8(wdst + r * kRowBytes + 8 * k, w + ((ok ? tr : 0) * t.row_bytes + wcol + 8 * k), ok);
   }
 }
 
@@ -94,62 +123,50 @@ __device__ __forceinline__ unsigned dq_pair(unsigned biased, __half2 off, __half
   return h2_bits(__hmul2(__hsub2(bits_h2(biased), off), d));  // the subtraction is exact
 }
 
-// Raw step `st` into the A tile of parity `p`. Lane l of warp w takes block l / 8 of row
-// 8 (2w + h) + l % 8, h = 0, 1 (mmq_wgmma_sm90a.cu's unpack: few bank conflicts on the raw rows,
-// none on the swizzled stores). Whether a block's codes start on a word is a byte permute
-// selector, not a branch.
+// Code bytes o, o+1, o+8, o+9 of a block (o even: two aligned 16-bit loads) as one word.
+__device__ __forceinline__ unsigned code_bytes(const unsigned char* codes, int o) {
+  const unsigned lo = *reinterpret_cast<const unsigned short*>(codes + o);
+  const unsigned hi = *reinterpret_cast<const unsigned short*>(codes + o + 8);
+  return lo | (hi << 16);
+}
+
+// Block kb of raw row `rb` (this thread's row h = 0, or its row + 8 for h = 1) into the A
+// registers of K slices 2 kb and 2 kb + 1.
 template <WeightType T>
-__device__ __forceinline__ void dequant_step(Smem<T>& sm, int st, int p, int tid) {
-  constexpr int kBB = Fmt<T>::kBlockBytes, kRB = Fmt<T>::kRowBytes;
-  const int lane = tid % 32, kb = lane / 8;
-  const bool odd = kb & 1;
-  const unsigned sel = odd ? 0x3210u : 0x5432u;  // odd block: codes on a word; even: 2 bytes past
-  unsigned char* a = sm.a[p][kb / 2];
-  const int c0 = (kb % 2) * 4;                   // the block's first 16-byte chunk in its K half
+__device__ __forceinline__ void dequant_block(const unsigned char* rb, int kb, int h, int q, AFrag& a) {
+  const unsigned char* blk = rb + kb * Fmt<T>::kBlockBytes;
+  const __half2 d = __half2half2(*reinterpret_cast<const __half*>(blk));
+  const unsigned char* codes = blk + 2;
+  if constexpr (T == WeightType::Q4_0) {
+    // Low nibbles are elements 2q.. of the block (slice 2 kb), high ones 16 + 2q.. (slice 2 kb + 1).
+    // 0x6400 | n is f16 1024 + n.
+    const __half2 off = __float2half2_rn(1032.0f);
+    const unsigned u = code_bytes(codes, 2 * q), v = u >> 4;
+    a[2 * kb][h] = dq_pair((__byte_perm(u, 0, 0x4140) & 0x000F000Fu) | 0x64006400u, off, d);
+    a[2 * kb][2 + h] = dq_pair((__byte_perm(u, 0, 0x4342) & 0x000F000Fu) | 0x64006400u, off, d);
+    a[2 * kb + 1][h] = dq_pair((__byte_perm(v, 0, 0x4140) & 0x000F000Fu) | 0x64006400u, off, d);
+    a[2 * kb + 1][2 + h] = dq_pair((__byte_perm(v, 0, 0x4342) & 0x000F000Fu) | 0x64006400u, off, d);
+  } else {
+    // Signed bytes; b ^ 0x80 = b + 128, so 0x6400 | (b ^ 0x80) is f16 1152 + b.
+    const __half2 off = __float2half2_rn(1152.0f);
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const unsigned u = code_bytes(codes, 16 * s + 2 * q) ^ 0x80808080u;
+      a[2 * kb + s][h] = dq_pair(__byte_perm(u, 0x64646464u, 0x4140), off, d);
+      a[2 * kb + s][2 + h] = dq_pair(__byte_perm(u, 0x64646464u, 0x4342), off, d);
+    }
+  }
+}
+
+// This thread's two rows (`row`, row + 8 of the CTA's tile) of raw stage `st` into `a`.
+template <WeightType T>
+__device__ __forceinline__ void dequant_step(const Smem<T>& sm, int st, int row, int q, AFrag& a) {
+  constexpr int kRB = Fmt<T>::kRowBytes;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int r = 8 * (2 * (tid / 32) + h) + lane % 8;
-    const unsigned char* blk = &sm.w[st][r * kRB + kb * kBB];
-    const __half2 d = __half2half2(*reinterpret_cast<const __half*>(blk));
-    const unsigned* wp = reinterpret_cast<const unsigned*>(blk + 2 - (odd ? 0 : 2));
-    // Code word k (bytes 4k..4k+3 of the codes) from two aligned ones.
-    const auto word = [&](int k) { return __byte_perm(wp[k], wp[k + 1], sel); };
-    if constexpr (T == WeightType::Q4_0) {
-      // Byte j holds element j (low nibble) and 16 + j (high). 0x6400 | n is f16 1024 + n.
-      const __half2 off = __float2half2_rn(1032.0f);
-      uint4 out[4];  // chunks: elements 0-7, 8-15 (low nibbles), 16-23, 24-31 (high)
+    const unsigned char* rb = &sm.w[st][(row + 8 * h) * kRB];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const unsigned u = word(k), v = u >> 4;
-        const unsigned lo01 = (__byte_perm(u, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
-        const unsigned lo23 = (__byte_perm(u, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
-        const unsigned hi01 = (__byte_perm(v, 0, 0x4140) & 0x000F000Fu) | 0x64006400u;
-        const unsigned hi23 = (__byte_perm(v, 0, 0x4342) & 0x000F000Fu) | 0x64006400u;
-        unsigned* lo = reinterpret_cast<unsigned*>(&out[k / 2]) + 2 * (k % 2);
-        unsigned* hi = reinterpret_cast<unsigned*>(&out[2 + k / 2]) + 2 * (k % 2);
-        lo[0] = dq_pair(lo01, off, d);
-        lo[1] = dq_pair(lo23, off, d);
-        hi[0] = dq_pair(hi01, off, d);
-        hi[1] = dq_pair(hi23, off, d);
-      }
-#pragma unroll
-      for (int k = 0; k < 4; ++k) *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + k)]) = out[k];
-    } else {
-      // Signed bytes; b ^ 0x80 = b + 128, so 0x6400 | (b ^ 0x80) is f16 1152 + b.
-      const __half2 off = __float2half2_rn(1152.0f);
-#pragma unroll
-      for (int ch = 0; ch < 4; ++ch) {  // chunk ch: elements 8 ch..8 ch+7 (code words 2 ch, 2 ch + 1)
-        uint4 out;
-        unsigned* o = reinterpret_cast<unsigned*>(&out);
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const unsigned u = word(2 * ch + k) ^ 0x80808080u;
-          o[2 * k] = dq_pair(__byte_perm(u, 0x64646464u, 0x4140), off, d);
-          o[2 * k + 1] = dq_pair(__byte_perm(u, 0x64646464u, 0x4342), off, d);
-        }
-        *reinterpret_cast<uint4*>(&a[tile_off(r, c0 + ch)]) = out;
-      }
-    }
+    for (int kb = 0; kb < kStepBlocks; ++kb) dequant_block<T>(rb, kb, h, q, a);
   }
 }
 
@@ -157,10 +174,11 @@ __device__ __forceinline__ void dequant_step(Smem<T>& sm, int st, int p, int tid
 
 template <WeightType T>
 __global__ void __launch_bounds__(kThreads, 1)
-    matmul_dequant_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in, const __half* __restrict__ x,
-                          int64_t nt, const float* __restrict__ bias, float* __restrict__ y) {
+    matmul_dequant_kernel(const uint8_t* __restrict__ w, int64_t n_out, int64_t n_in,
+                          const __grid_constant__ CUtensorMap x_map, int64_t nt, const float* __restrict__ bias,
+                          float* __restrict__ y) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int S = kStages;
+  constexpr int S = Fmt<T>::kStages;
   extern __shared__ __align__(128) unsigned char matmul_dequant_smem[];
   // The swizzle repeats every 1024 bytes of shared-memory address: align the tiles to it.
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(matmul_dequant_smem));
@@ -168,51 +186,68 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int wr = warp / 4, g = lane / 4, q = lane % 4;
   const int row = 64 * wr + 16 * (warp % 4) + g;  // this thread's first row in the CTA's tile (+8 the second)
-  const mmq_raw::Tile ct = mmq_raw::cta_tile<Fmt<T>::kBlockBytes>(w, n_out, n_in, reinterpret_cast<const uint8_t*>(x), nt);  // its Q8_1 view of x is unused
-  const __half* xt = x + ct.tok0 * n_in;
-  const int n_toks = static_cast<int>(nt - ct.tok0 < kToks ? nt - ct.tok0 : kToks);
+  const mmq_raw::Tile ct = mmq_raw::cta_tile<Fmt<T>::kBlockBytes>(w, n_out, n_in, nullptr, nt);  // no Q8_1 view of x
   const int64_t steps = ct.steps;
-  const auto copy_step = [&](int buf, uint32_t step) {
-    mmq_raw::issue_w_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes, kThreads>(ct, sm.w[buf], step, tid);
-    issue_x_step(xt, n_in, n_toks, sm.b[buf], step, tid);
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      tma::mbar_init(&sm.full[s], 1);               // the producer's expect_tx
+      tma::mbar_init(&sm.empty[s], kThreads / 32);  // a lane of every warp
+    }
+    tma::fence_mbar_init();
+  }
+  __syncthreads();
+  // Step `step` into stage step % S: the token tile by one thread's TMA once every warp has
+  // released the stage (its use S steps before), each warp's own raw rows by cp.async.
+  const auto copy_step = [&](int64_t step) {
+    const int buf = static_cast<int>(step % S);
+    if (step < steps) {
+      if (tid == 0) {
+        if (step >= S) tma::mbar_wait(&sm.empty[buf], static_cast<unsigned>((step / S - 1) & 1));
+        tma::mbar_expect_tx(&sm.full[buf], 2 * kHalfTile);
+        tma_x_step(&x_map, sm.b[buf], &sm.full[buf], static_cast<int32_t>(step), static_cast<int32_t>(ct.tok0));
+      }
+      issue_warp_w_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes>(ct, sm.w[buf], static_cast<uint32_t>(step), warp, lane);
+    }
+    mmq_raw::cp_async_commit();  // a group per step, empty past the last, so the wait counts hold
   };
 
-#pragma unroll
-  for (int st = 0; st < S - 1; ++st) {
-    if (st < steps) copy_step(st, st);
-    mmq_raw::cp_async_commit();
-  }
-  mmq_raw::cp_async_wait<S - 2>();
-  __syncthreads();
-  dequant_step<T>(sm, 0, 0, tid);
+  for (int st = 0; st < S - 1; ++st) copy_step(st);
 
   float acc[kAcc];
 #pragma unroll
   for (int e = 0; e < kAcc; ++e) acc[e] = 0.0f;
+  AFrag a0, a1;
+  mmq_raw::cp_async_wait<S - 2>();  // step 0's raw rows (the warp's own copies)
+  __syncwarp();
+  dequant_step<T>(sm, 0, row, q, a0);
 
-  for (int64_t i = 0; i < steps; ++i) {
-    mmq_raw::cp_async_wait<S - 2>();  // this thread's copies of step i have landed
-    wgmma::fence_proxy_async();       // its copies and dequantized stores, to wgmma's reads
-    wgmma::wait<0>();                 // this warpgroup's step i-1 is done with its tiles
-    __syncthreads();                  // everyone's: step i's tiles complete, step i-1's buffers free
-    const int p = static_cast<int>(i & 1), sb = static_cast<int>(i % S);
-    wgmma::fence_regs(acc);
+  // Step i, its A registers `a` dequantized by the step before; step i + 1's go to `next` while
+  // step i's MMAs run. ptxas keeps the MMAs pipelined only if no instruction writes a register
+  // that a wgmma of the same unretired group reads: hence the wait for all of them (wait<0>)
+  // before the next step's MMAs, and the two register sets (the loop is unrolled by two). No
+  // barrier across the CTA: the warpgroups meet only at the stages' mbarriers.
+  const auto step_body = [&](int64_t i, AFrag& a, AFrag& next) {
+    copy_step(i + S - 1);  // into step i - 1's stage
+    const int sb = static_cast<int>(i % S);
+    tma::mbar_wait(&sm.full[sb], static_cast<unsigned>((i / S) & 1));  // step i's token tile
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {  // K slices of 16: half kk / 4, 32 bytes into the rows each
-      const int off = (kk % 4) * 32;
-      wgmma_k16(acc, wgmma::smem_desc(&sm.a[p][kk / 4][wr * 8192 + off]), wgmma::smem_desc(&sm.b[sb][kk / 4][off]));
-    }
+    for (int kk = 0; kk < kSlices; ++kk)  // K slice kk: half kk / 4, 32 bytes into the token rows each
+      wgmma_k16(acc, a[kk], wgmma::smem_desc(&sm.b[sb][kk / 4][(kk % 4) * 32]));
     wgmma::commit();
-    wgmma::fence_regs(acc);
-    const int64_t next = i + S - 1;
-    if (next < steps) copy_step(static_cast<int>(next % S), static_cast<uint32_t>(next));
-    mmq_raw::cp_async_commit();
     if (i + 1 < steps) {
-      mmq_raw::cp_async_wait<S - 2>();  // step i+1's raw weights (this thread's copies)
-      __syncthreads();                  // everyone's
-      dequant_step<T>(sm, static_cast<int>((i + 1) % S), p ^ 1, tid);
+      mmq_raw::cp_async_wait<S - 2>();  // step i + 1's raw rows (the warp's own copies)
+      __syncwarp();
+      dequant_step<T>(sm, static_cast<int>((i + 1) % S), row, q, next);
     }
+    wgmma::wait<0>();
+    wgmma::fence_regs(acc);
+    __syncwarp();
+    if (lane == 0) tma::mbar_arrive(&sm.empty[sb]);  // this warp is done with stage sb
+  };
+  for (int64_t i = 0; i < steps; i += 2) {
+    step_body(i, a0, a1);
+    if (i + 1 < steps) step_body(i + 1, a1, a0);
   }
   wgmma::wait<0>();
   wgmma::fence_regs(acc);
@@ -232,7 +267,7 @@ void launch(const void* w, int64_t n_out, int64_t n_in, const __half* x, int64_t
   static const bool opted_in = wgmma::allow_smem(reinterpret_cast<const void*>(matmul_dequant_kernel<T>), kSmem);
   (void)opted_in;
   matmul_dequant_kernel<T><<<mmq_raw::tile_grid(n_out, nt, kernel), kThreads, kSmem, s>>>(
-      static_cast<const uint8_t*>(w), n_out, n_in, x, nt, bias, y);
+      static_cast<const uint8_t*>(w), n_out, n_in, tma::f16_map_128b(x, nt, n_in, kToks, kernel), nt, bias, y);
   check_launch(kernel, s);
 }
 
