@@ -33,7 +33,6 @@ namespace {
 using mmq_raw::kRows;
 using mmq_raw::kStepBlocks;
 using mmq_raw::kToks;
-using wgmma::tile_off;
 
 constexpr int kThreads = 256;
 constexpr int kAcc = 64;                    // f32 results per thread (m64n128 over 128 threads)
