@@ -226,7 +226,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // before the next step's MMAs, and the two register sets (the loop is unrolled by two). No
   // barrier across the CTA: the warpgroups meet only at the stages' mbarriers.
   const auto step_body = [&](int64_t i, AFrag& a, AFrag& next) {
-    copy_step(i + S - 1);  // into step i - 1's stage
     const int sb = static_cast<int>(i % S);
     tma::mbar_wait(&sm.full[sb], static_cast<unsigned>((i / S) & 1));  // step i's token tile
     wgmma::fence();
@@ -234,6 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kk = 0; kk < kSlices; ++kk)  // K slice kk: half kk / 4, 32 bytes into the token rows each
       wgmma_k16(acc, a[kk], wgmma::smem_desc(&sm.b[sb][kk / 4][(kk % 4) * 32]));
     wgmma::commit();
+    copy_step(i + S - 1);  // into step i - 1's stage, once this warpgroup's MMAs are queued
     if (i + 1 < steps) {
       mmq_raw::cp_async_wait<S - 2>();  // step i + 1's raw rows (the warp's own copies)
       __syncwarp();
