@@ -8,6 +8,7 @@ EngineOptions EngineOptions::from_env(const Environment& env) {
   EngineOptions o;
   o.threads = static_cast<int>(env_int(env, "MINFER_THREADS", 1, kMaxThreads, 0));
   if (env_equals(env, "MINFER_MMQ", "0")) o.prefill = MatmulPath::Float;
+  if (env_equals(env, "MINFER_MMQ", "1")) o.prefill = MatmulPath::MMQ;
   o.graph_fusion = !env_equals(env, "MINFER_NO_FUSION", "1");
   CudaOptions& c = o.cuda;
   c.step_graphs = !env_equals(env, "MINFER_NO_CUDA_GRAPH", "1");

@@ -6,6 +6,7 @@
 // (ThreadPool::set_global_threads). No library below the mains reads the environment.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "core/environment.h"
 
@@ -37,9 +38,11 @@ struct CudaOptions {
 };
 
 struct EngineOptions {
-  MatmulPath prefill = MatmulPath::MMQ;  // MINFER_MMQ=0: the float path
-  bool graph_fusion = true;              // MINFER_NO_FUSION=1: graphs without fused nodes
-  int threads = 0;                       // MINFER_THREADS (1 to 1024): the global pool's threads; 0: every core
+  // MINFER_MMQ=0: the float path; MINFER_MMQ=1: MMQ. Unset: the backend's default (make_backend):
+  // MMQ, but on an sm_90 GPU the f16 path when matmul_dequant takes every quantized prefill weight.
+  std::optional<MatmulPath> prefill;
+  bool graph_fusion = true;  // MINFER_NO_FUSION=1: graphs without fused nodes
+  int threads = 0;           // MINFER_THREADS (1 to 1024): the global pool's threads; 0: every core
   CudaOptions cuda;
 
   // Reads and checks every variable above. A switch keeps the meaning it always had: only the

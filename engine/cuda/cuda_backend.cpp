@@ -24,8 +24,8 @@ using cuda::DeviceBuffer;
 using cuda::DeviceOutput;
 using cuda::StepPlan;
 
-CudaBackend::CudaBackend(const Model& m, MatmulPath path, const CudaOptions& options)
-    : impl_(std::make_unique<Impl>(m, path, options)) {
+CudaBackend::CudaBackend(const Model& m, std::optional<MatmulPath> path, const CudaOptions& options)
+    : impl_(std::make_unique<Impl>(m, path.value_or(MatmulPath::MMQ), options)) {
   // The CUDA module's process-wide switches (PDL, a wait after each launch, the wait bound):
   // every launcher reads them, and launchers have no backend.
   cuda::apply_launch_settings(options);
@@ -59,7 +59,9 @@ CudaBackend::CudaBackend(const Model& m, MatmulPath path, const CudaOptions& opt
   impl_->weights = std::make_unique<cuda::DeviceWeights>(m, impl_->stream);
   impl_->comparer = std::make_unique<cuda::DeviceComparer>();
   CUDA_CHECK(cudaEventCreateWithFlags(&impl_->rerun.done, cudaEventDisableTiming));
-  if (path == MatmulPath::Float) impl_->weights->build_w16_cache(m, impl_->stream);
+  // The default's f16 path takes only weights that are MMQ's too: the type check above holds for it.
+  if (!path && impl_->weights->matmul_dequant_takes_all(m)) impl_->path = MatmulPath::Float;
+  if (impl_->path == MatmulPath::Float) impl_->weights->build_w16_cache(m, impl_->stream);
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -10,6 +10,7 @@
 // The implementation is split by concern: cuda_backend_impl.h lists the files.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "exec/backend.h"
@@ -23,8 +24,10 @@ class CudaBackend final : public Backend, public BackendProbes {
   // (an unsupported one is an Error naming the tensor, never a CPU fallback). options: the
   // program's EngineOptions::cuda (CUDA graphs, fusion, chaining, kernel choices, CUPTI); its
   // process-wide switches (PDL, launch sync, wait bound) are set for every launcher
-  // (cuda/launch_settings.h).
-  CudaBackend(const Model& m, MatmulPath path, const CudaOptions& options = {});
+  // (cuda/launch_settings.h). path: the prefill's; unset, MMQ unless the device is sm_90 and
+  // matmul_dequant takes every quantized prefill weight (then the f16 path, which is faster there
+  // at the same memory: docs/benchmarks.md, issue 29, session 26).
+  CudaBackend(const Model& m, std::optional<MatmulPath> path, const CudaOptions& options = {});
   ~CudaBackend() override;
   std::string name() const override { return "cuda"; }
   std::string device() const override;

@@ -95,12 +95,25 @@ const float* DeviceWeights::f32(const std::string& name) const {
   return it->second;
 }
 
+bool DeviceWeights::takes(const WeightView& w) const {
+  return matmul_dequant_applies(w.type, w.cols, by_name_.at(w.name).data);
+}
+
+bool DeviceWeights::matmul_dequant_takes_all(const Model& m) const {
+  bool any = false;
+  for (const WeightView* w : prefill_matmul_weights(m)) {
+    if (!is_quantized(w->type)) continue;  // float weights take cuBLAS on both paths
+    if (!takes(*w)) return false;
+    any = true;
+  }
+  return any;
+}
+
 void DeviceWeights::build_w16_cache(const Model& m, cudaStream_t s) {
   // The quantized weights that matmul_dequant does not take (it dequantizes in the kernel).
   std::vector<const WeightView*> mats;
   for (const WeightView* w : prefill_matmul_weights(m))
-    if (is_quantized(w->type) && !matmul_dequant_applies(w->type, w->cols, by_name_.at(w->name).data))
-      mats.push_back(w);
+    if (is_quantized(w->type) && !takes(*w)) mats.push_back(w);
   size_t total = 0;
   for (const WeightView* w : mats) total += align_up(static_cast<size_t>(w->rows * w->cols) * sizeof(__half));
   if (total == 0) return;  // float weights go to cuBLAS as they are

@@ -27,10 +27,15 @@ class DeviceWeights {
   // Dequantizes every quantized matmul weight (not the LM head, which always runs as a matvec)
   // to f16 once, but those that matmul_dequant takes (Q4_0 / Q8_0 on sm_90: no copy).
   void build_w16_cache(const Model& m, cudaStream_t s);
+  // Whether matmul_dequant takes every quantized prefill matmul weight (and there is one): the
+  // f16 path then needs no W16 cache, and is the CUDA backend's default prefill.
+  bool matmul_dequant_takes_all(const Model& m) const;
   size_t weight_bytes() const { return blob_.bytes() + small_.bytes(); }
   size_t w16_bytes() const { return w16_.bytes(); }
 
  private:
+  bool takes(const WeightView& w) const;  // matmul_dequant takes w's device copy
+
   DeviceBuffer blob_, small_, w16_;
   std::map<std::string, DeviceWeight> by_name_;
   std::map<std::string, const float*> f32_;

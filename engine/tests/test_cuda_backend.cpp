@@ -286,6 +286,30 @@ TEST(CudaBackend, WideFfnDownPathEqualsUnfused) {
   }
 }
 
+// No path given: the f16 path on an sm_90 device when matmul_dequant takes every quantized
+// prefill weight (0.5b Q4_0 and Q8_0: every input a multiple of 128 wide), else MMQ (the tiny
+// model's narrower inputs, Q4_K_M's K-quants, any other device); a path given is kept.
+TEST(CudaBackend, DefaultPrefillPathIsMatmulDequantWhereItTakesEveryWeight) {
+  MINFER_REQUIRE_GPU();
+  const MatmulPath f16_if_sm90 = cuda::device_is_sm90() ? MatmulPath::Float : MatmulPath::MMQ;
+  struct Want {
+    const char *preset, *weights;
+    GenWeights gen;
+    MatmulPath path;
+  };
+  for (const Want& c : {Want{"qwen2.5-0.5b", "q4_0", GenWeights::Q4_0, f16_if_sm90},
+                        Want{"qwen2.5-0.5b", "q8_0", GenWeights::Q8_0, f16_if_sm90},
+                        Want{"qwen2.5-0.5b", "q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ},
+                        Want{"tiny", "q4_0", GenWeights::Q4_0, MatmulPath::MMQ}}) {
+    SCOPED_TRACE(std::string(c.preset) + " " + c.weights);
+    auto path = minfer::testing::generated_model(model_tag(c.preset, c.weights), c.preset, c.gen);
+    MINFER_REQUIRE_MODEL(path);
+    const TinyModel t = load_tiny(path);
+    EXPECT_EQ(CudaBackend(*t.m, std::nullopt).matmul_path(), c.path);
+    EXPECT_EQ(CudaBackend(*t.m, MatmulPath::MMQ).matmul_path(), MatmulPath::MMQ);
+  }
+}
+
 // The greedy token computed in the step (argmax on the device, graph-captured for decode) is the
 // host argmax of the same logits row (lowest id on ties), at every step.
 TEST(CudaBackend, GreedyTokenIsTheLogitsArgmax) {

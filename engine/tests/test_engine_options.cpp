@@ -28,7 +28,7 @@ EngineOptions with(const std::string& var, const std::string& value) {
 TEST(EngineOptions, DefaultsWithoutVariables) {
   const EngineOptions o = EngineOptions::from_env({});
   const EngineOptions d;
-  EXPECT_EQ(o.prefill, MatmulPath::MMQ);
+  EXPECT_FALSE(o.prefill.has_value());  // the backend's default
   EXPECT_TRUE(o.graph_fusion);
   EXPECT_EQ(o.threads, 0);
   EXPECT_EQ(d.threads, 0);
@@ -53,6 +53,7 @@ TEST(EngineOptions, DefaultsWithoutVariables) {
 // empty value) leaves the default, as before the options were read in one place.
 TEST(EngineOptions, SwitchesTakeTheirOneValue) {
   EXPECT_EQ(with("MINFER_MMQ", "0").prefill, MatmulPath::Float);
+  EXPECT_EQ(with("MINFER_MMQ", "1").prefill, MatmulPath::MMQ);
   EXPECT_FALSE(with("MINFER_NO_FUSION", "1").graph_fusion);
   EXPECT_FALSE(with("MINFER_NO_CUDA_GRAPH", "1").cuda.step_graphs);
   EXPECT_FALSE(with("MINFER_CUDA_FUSION", "0").cuda.step_fusion);
@@ -64,7 +65,7 @@ TEST(EngineOptions, SwitchesTakeTheirOneValue) {
   EXPECT_TRUE(with("MINFER_CUDA_SYNC", "1").cuda.sync_launches);
   for (const std::string v : {"", "false", "off", "no", "2", " 0", "1 "}) {
     SCOPED_TRACE("'" + v + "'");
-    EXPECT_EQ(with("MINFER_MMQ", v).prefill, MatmulPath::MMQ);
+    EXPECT_FALSE(with("MINFER_MMQ", v).prefill.has_value());
     EXPECT_TRUE(with("MINFER_CUDA_FUSION", v).cuda.step_fusion);
     EXPECT_TRUE(with("MINFER_CUDA_CHAIN", v).cuda.chain);
     EXPECT_TRUE(with("MINFER_MMVQ_STREAM", v).cuda.mmvq_stream);

@@ -73,7 +73,7 @@ void print_backend_memory(const Backend& b, const char* when) {
                measured.c_str());
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
+std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, std::optional<MatmulPath> path,
                                       const CudaOptions& cuda_options, ThreadPool* pool, bool quiet) {
   std::string why;
   // Every family Model::load accepts (qwen2, qwen3, llama) runs on both backends; any other
@@ -90,7 +90,7 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m,
 #endif
   } else {
     if (choice == "auto" && !quiet) std::fprintf(stderr, "backend: auto picks cpu: %s\n", why.c_str());
-    b = std::make_unique<CpuBackend>(m, path, pool ? *pool : ThreadPool::global());
+    b = std::make_unique<CpuBackend>(m, path.value_or(MatmulPath::MMQ), pool ? *pool : ThreadPool::global());
   }
   announce(*b, choice, quiet);
   return b;

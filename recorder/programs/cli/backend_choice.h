@@ -1,6 +1,7 @@
 // --backend auto|cpu|cuda for every tool: one place that picks, builds and announces a backend.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exec/backend.h"
@@ -31,8 +32,10 @@ int64_t memory_categories_total(const MemoryReport& m);  // the sum of the categ
 // benchmark, not compute, asked by the programs alone.
 double read_bandwidth_gbs(Backend& b);
 
-// cuda_options: the CUDA backend's (the program's EngineOptions::cuda); a cpu backend has none.
-std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, MatmulPath path,
+// path: the prefill's (EngineOptions::prefill); unset, the backend's default (the CPU's: MMQ; the
+// CUDA backend's: CudaBackend). cuda_options: the CUDA backend's (the program's
+// EngineOptions::cuda); a cpu backend has none.
+std::unique_ptr<Backend> make_backend(const std::string& choice, const Model& m, std::optional<MatmulPath> path,
                                       const CudaOptions& cuda_options, ThreadPool* pool = nullptr,
                                       bool quiet = false);
 
