@@ -102,7 +102,7 @@ if has generate; then
   for w in $TYPES; do
     m=$(model "$w")
     for path in mmq f16; do
-      if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+      if [ $path = f16 ]; then export MINFER_MMQ=0; else export MINFER_MMQ=1; fi
       "$B/bin/minfer" "$m" "$PROMPT" -n 24 --backend cuda > "$LOGS/gen-$w-$path.txt" 2> "$LOGS/gen-$w-$path.err"
       rc=$?
       say "generate $PRESET $w $path: rc=$rc $(grep -o 'decode: .*' "$LOGS/gen-$w-$path.err" | head -1)"
@@ -119,7 +119,7 @@ diff_pair() {
   local preset=$1 w=$2 dir=$3 path be m=$ROOT/models/$1-$2.gguf
   mkdir -p "$dir"
   for path in mmq f16; do
-    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else export MINFER_MMQ=1; fi
     for be in cpu cuda; do
       MINFER_TRACE=$dir/trace-$preset-$w-$path-$be.json "$B/bin/minfer" "$m" "$PROMPT" -n 8 --backend $be --quiet \
         --trace-grid 32x1024 2>> "$LOGS/diff-runs.err" || say "trace $preset $w $path $be FAILED"
@@ -181,20 +181,20 @@ if has bench || has targets; then
   fi
   if has bench; then
   for w in q4_0 q8_0 q4_k_m; do
-    bench "$w-mmq" "$w" -- -p 512 -n 128 -r 5
+    bench "$w-mmq" "$w" MINFER_MMQ=1 -- -p 512 -n 128 -r 5
     [ "${MINFER_DEVICE_BENCH:-all}" = decode ] || bench "$w-f16" "$w" MINFER_MMQ=0 -- -p 512 -n 128 -r 5
   done
   for w in q4_0 q8_0 q4_k_m; do  # the streaming decode matvec against the kernels it replaced
-    bench "$w-mmq-nostream" "$w" MINFER_MMVQ_STREAM=0 -- -p 512 -n 128 -r 5
+    bench "$w-mmq-nostream" "$w" MINFER_MMQ=1 MINFER_MMVQ_STREAM=0 -- -p 512 -n 128 -r 5
   done
   if [ "${MINFER_DEVICE_BENCH:-all}" = all ]; then
   for w in q4_0 q8_0; do  # chained decode steps against host-fed tokens
-    bench "$w-mmq-nochain" "$w" MINFER_CUDA_CHAIN=0 -- -p 512 -n 128 -r 5
+    bench "$w-mmq-nochain" "$w" MINFER_MMQ=1 MINFER_CUDA_CHAIN=0 -- -p 512 -n 128 -r 5
   done
   fi
   if [ -n "${MINFER_DEVICE_MMQ_TILES:-}" ]; then  # the MMQ tile rule against each forced tile (prefill)
     for w in q4_0 q8_0; do for tile in 64 32 16; do
-      bench "$w-mmq-tile$tile" "$w" MINFER_MMQ_TILE=$tile -- -p 512 -n 8 -r 5
+      bench "$w-mmq-tile$tile" "$w" MINFER_MMQ=1 MINFER_MMQ_TILE=$tile -- -p 512 -n 8 -r 5
     done; done
   fi
   if [ "${MINFER_DEVICE_BENCH:-all}" = all ]; then
@@ -350,7 +350,7 @@ if has trace; then
   TR=$OUT/traces; mkdir -p "$TR"
   m=$(model q4_0)
   for path in mmq f16; do
-    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else export MINFER_MMQ=1; fi
     t=$TR/$PRESET-q4_0-cuda-$path.json.gz
     "$B/bin/minfer" "$m" "$PROMPT" -n 16 --backend cuda --repeat-penalty 1.3 --trace "$t" > "$LOGS/sample-$path.txt" 2> "$LOGS/sample-$path.err"
     say "sample $path: rc=$? $(stat -c %s "$t" 2>/dev/null) bytes; $("$B/bin/minfer-trace" validate "$t" 2>&1 | tail -1)"
@@ -448,7 +448,7 @@ if has prefill; then
   TR=$OUT/traces; mkdir -p "$TR"
   LONG=$(printf 'The quick brown fox jumps over the lazy dog near the river bank. %.0s' $(seq 40))
   for path in mmq f16; do
-    if [ $path = f16 ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    if [ $path = f16 ]; then export MINFER_MMQ=0; else export MINFER_MMQ=1; fi
     t=$LOGS/prefill-$path.json
     MINFER_TRACE_STATS_ONLY=1 MINFER_TRACE_KERNELS=0 "$B/bin/minfer" "$(model q4_0)" "$LONG" -n 1 --backend cuda --quiet \
       --trace "$t" > /dev/null 2> "$LOGS/prefill-$path.err"

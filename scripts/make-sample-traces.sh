@@ -25,7 +25,7 @@ for preset in "${PRESETS[@]}"; do
   for path in mmq $FLOAT paired; do
     T=$OUT/$preset-$W-$path.json
     args=()
-    if [ $path = "$FLOAT" ]; then export MINFER_MMQ=0; else unset MINFER_MMQ; fi
+    if [ $path = "$FLOAT" ]; then export MINFER_MMQ=0; else export MINFER_MMQ=1; fi
     if [ $path = paired ]; then args=(--compare-path "$FLOAT"); fi
     MINFER_TRACE=$T "$B/bin/minfer" "$M" "$PROMPT" -n $N --repeat-penalty 1.3 --quiet --backend "$BACKEND" "${args[@]}"
     "$B/bin/minfer-trace" validate "$T"
