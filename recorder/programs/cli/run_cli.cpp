@@ -55,13 +55,21 @@ std::string graph_json_text(const Graph& g) { return trace::graph_to_json(g).dum
 // Never renames over a device (--dump-graph /dev/null); every write is checked.
 void write_text_file(const std::string& path, const std::string& text) { trace::write_output_file(path, text); }
 
-// --compare-path (or MINFER_COMPARE_PATH): the reference backend of a paired run, of the same
-// kind as the main one; null when none was asked for.
+// --compare-path (or MINFER_COMPARE_PATH): the reference path of a paired run as named; empty
+// when none was asked for.
+std::string compare_path_name(const CliOptions& o, const Environment& env) {
+  return !o.compare_path.empty() ? o.compare_path : env_text(env, "MINFER_COMPARE_PATH");
+}
+std::optional<MatmulPath> compare_path(const CliOptions& o, const Environment& env) {
+  const std::string name = compare_path_name(o, env);
+  if (name.empty()) return std::nullopt;
+  return parse_matmul_path(name, o.compare_path.empty() ? "MINFER_COMPARE_PATH" : "--compare-path");
+}
+
+// The reference backend of a paired run on path p, of the same kind as the main one.
 std::unique_ptr<Backend> reference_backend(const CliOptions& o, const Environment& env, const EngineOptions& engine,
-                                           const Model& m, const Backend& main) {
-  const std::string name = !o.compare_path.empty() ? o.compare_path : env_text(env, "MINFER_COMPARE_PATH");
-  if (name.empty()) return nullptr;
-  const MatmulPath p = parse_matmul_path(name, o.compare_path.empty() ? "MINFER_COMPARE_PATH" : "--compare-path");
+                                           const Model& m, const Backend& main, MatmulPath p) {
+  const std::string name = compare_path_name(o, env);
   auto ref = make_backend(main.name(), m, p, engine.cuda, nullptr, /*quiet=*/true);
   if (ref->matmul_path_label() != name)
     std::fprintf(stderr, "compare: '%s' names the float path; on %s it computes in %s and is recorded as %s\n",
@@ -84,8 +92,12 @@ int run_generate(CliOptions o) {
   o.digest_cache_dir = trace::digest_cache_dir(env);
   auto model = Model::load(o.model, &ThreadPool::global());  // the weights' NaN/Inf scan, on every core
   auto tok = Tokenizer::from_gguf(*model->file);
+  // A paired run whose main path is not given takes the other one: the backend's default could
+  // be the reference's own path (f16 on sm_90 for Q4_0 / Q8_0) and compare a path with itself.
+  const std::optional<MatmulPath> ref_path = compare_path(o, env);
+  if (ref_path && !engine.prefill) engine.prefill = *ref_path == MatmulPath::MMQ ? MatmulPath::Float : MatmulPath::MMQ;
   auto backend = make_backend(o.backend, *model, engine.prefill, engine.cuda);
-  auto reference = reference_backend(o, env, engine, *model, *backend);
+  auto reference = ref_path ? reference_backend(o, env, engine, *model, *backend, *ref_path) : nullptr;
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
   std::optional<ReplayTokens> replay;

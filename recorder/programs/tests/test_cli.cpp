@@ -444,6 +444,25 @@ TEST(Cli, PairedTraceRecordsBothPathsInLockstep) {
   EXPECT_NE(r.err.find("give --trace FILE"), std::string::npos) << r.err;
 }
 
+// A paired run whose main path is not given takes the path other than the reference (the
+// backend's default could be the reference's own); MINFER_MMQ=1 still pairs MMQ with itself.
+TEST(Cli, PairedRunWithoutMainPathTakesTheOtherPath) {
+  auto p = tiny();
+  MINFER_REQUIRE_MODEL(p);
+  auto d = scratch("paired-other");
+  const std::string t = (d / "t.json").string(), u = (d / "u.json").string();
+  CmdResult r = sh(kBin + "minfer " + p + " hi -n 2 --quiet --backend cpu --trace " + t + " --compare-path mmq", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(slurp(t));
+  EXPECT_EQ(j["meta"]["matmul_path"], "f32");
+  EXPECT_EQ(j["meta"]["compare"]["path"], "mmq");
+  r = sh("MINFER_MMQ=1 " + kBin + "minfer " + p + " hi -n 2 --quiet --backend cpu --trace " + u + " --compare-path mmq", d);
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(slurp(u));
+  EXPECT_EQ(j["meta"]["matmul_path"], "mmq");
+  EXPECT_EQ(j["meta"]["compare"]["path"], "mmq");
+}
+
 namespace {
 
 // A copy of `src` with its own output matrix (the embedding's bytes): untied, as 7B is.
