@@ -92,26 +92,6 @@ __device__ __forceinline__ void tma_x_step(const CUtensorMap* map, unsigned char
   for (int h = 0; h < 2; ++h) tma::load_box(b[h], map, step * 128 + 64 * h, tok0, bar);
 }
 
-// The raw blocks of K step `step` for warp `warp`'s 16 rows (rows 16 warp.. of the CTA's tile: the
-// rows its threads dequantize, so the warp waits for nothing but its own copies) into wdst, rows
-// kRowBytes apart; 8-byte pieces, zeros past the matrix's rows.
-template <int kBlockBytes, int kRowBytes>
-__device__ __forceinline__ void issue_warp_w_step(const mmq_raw::Tile& t, unsigned char* wdst_p, uint32_t step,
-                                                  int warp, int lane) {
-  constexpr int kW = kStepBlocks * kBlockBytes / 8;  // 8-byte pieces per row
-  const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(wdst_p)) + 16 * warp * kRowBytes;
-  const uint8_t* __restrict__ w = t.w;
-  const uint32_t wcol = step * (kStepBlocks * kBlockBytes);
-#pragma unroll
-  for (int c0 = 0; c0 < 16 * kW; c0 += 32) {
-    const int c = c0 + lane;
-    if (16 * kW % 32 != 0 && c >= 16 * kW) break;
-    const int r = c / kW, k = c % kW, tr = 16 * warp + r;
-    const bool ok = tr < t.n_rows;
-    mmq_raw::cp_async8(wdst + r * kRowBytes + 8 * k, w + ((ok ? tr : 0) * t.row_bytes + wcol + 8 * k), ok);
-  }
-}
-
 // ---------------------------------------------------------------- dequantization
 
 __device__ __forceinline__ unsigned h2_bits(__half2 h) { return *reinterpret_cast<unsigned*>(&h); }
@@ -205,7 +185,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         tma::mbar_expect_tx(&sm.full[buf], 2 * kHalfTile);
         tma_x_step(&x_map, sm.b[buf], &sm.full[buf], static_cast<int32_t>(step), static_cast<int32_t>(ct.tok0));
       }
-      issue_warp_w_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes>(ct, sm.w[buf], static_cast<uint32_t>(step), warp, lane);
+      // The warp's own 16 rows: the rows its threads dequantize, so it waits for no other warp.
+      mmq_raw::issue_w_step<Fmt<T>::kBlockBytes, Fmt<T>::kRowBytes, 32, 16>(ct, sm.w[buf], static_cast<uint32_t>(step),
+                                                                            lane, 16 * warp);
     }
     mmq_raw::cp_async_commit();  // a group per step, empty past the last, so the wait counts hold
   };

@@ -68,11 +68,12 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// The copies of K step `step` of tile `t`'s weight rows into the shared buffer wdst (rows
-// kRowBytes apart). 32-bit offsets inside the CTA's tile (128 rows: < 2^32 for n_in up to 2^24,
-// tile_applies) keep the addresses in few registers.
-template <int kBlockBytes, int kRowBytes, int kThreads>
-__device__ __forceinline__ void issue_w_step(const Tile& t, const void* wdst_p, uint32_t step, int tid) {
+// The copies of K step `step` of tile `t`'s weight rows row0 .. row0 + kSpan - 1, by kThreads
+// threads (tid among them), into the shared buffer wdst (the tile's rows kRowBytes apart). 32-bit
+// offsets inside the CTA's tile (128 rows: < 2^32 for n_in up to 2^24, tile_applies) keep the
+// addresses in few registers.
+template <int kBlockBytes, int kRowBytes, int kThreads, int kSpan = kRows>
+__device__ __forceinline__ void issue_w_step(const Tile& t, const void* wdst_p, uint32_t step, int tid, int row0 = 0) {
   const uint32_t wdst = static_cast<uint32_t>(__cvta_generic_to_shared(wdst_p));
   const uint8_t* __restrict__ w = t.w;
   const uint32_t row_bytes = t.row_bytes;
@@ -80,10 +81,10 @@ __device__ __forceinline__ void issue_w_step(const Tile& t, const void* wdst_p, 
   constexpr int kW = kStepBlocks * kBlockBytes / 8;  // 8-byte copies per row
   const uint32_t wcol = step * (kStepBlocks * kBlockBytes);
 #pragma unroll
-  for (int c0 = 0; c0 < kRows * kW; c0 += kThreads) {
+  for (int c0 = 0; c0 < kSpan * kW; c0 += kThreads) {
     const int c = c0 + tid;
-    if (kRows * kW % kThreads != 0 && c >= kRows * kW) break;
-    const int r = c / kW, k = c % kW;
+    if (kSpan * kW % kThreads != 0 && c >= kSpan * kW) break;
+    const int r = row0 + c / kW, k = c % kW;
     const bool ok = r < n_rows;
     cp_async8(wdst + r * kRowBytes + 8 * k, w + ((ok ? r : 0) * row_bytes + wcol + 8 * k), ok);
   }
