@@ -35,7 +35,8 @@ inline dim3 tile_grid(int64_t n_out, int64_t nt, const char* kernel) {
   return dim3(grid_1d(n_out, kRows, kernel), static_cast<unsigned>(gy));
 }
 
-// A CTA's rows and tokens: where they start, how many exist, the bytes of a row of each.
+// A CTA's rows and tokens: where they start, how many exist, the bytes of a row of each (weight
+// blocks of kBlockElems elements and kBlockBytes bytes).
 struct Tile {
   int64_t row0, tok0, steps;
   uint32_t row_bytes, x_row_bytes;
@@ -43,13 +44,13 @@ struct Tile {
   const uint8_t* w;  // the CTA's first weight row
   const uint8_t* x;  // and first token's Q8_1 blocks
 };
-template <int kBlockBytes>
+template <int kBlockBytes, int kBlockElems = 32>
 __device__ __forceinline__ Tile cta_tile(const uint8_t* w, int64_t n_out, int64_t n_in, const uint8_t* x, int64_t nt) {
   Tile t;
   t.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   t.tok0 = static_cast<int64_t>(blockIdx.y) * kToks;
   t.steps = n_in / kStepElems;
-  t.row_bytes = static_cast<uint32_t>(n_in / 32 * kBlockBytes);
+  t.row_bytes = static_cast<uint32_t>(n_in / kBlockElems * kBlockBytes);
   t.x_row_bytes = static_cast<uint32_t>(n_in / 32 * 36);
   t.n_rows = static_cast<int>(n_out - t.row0 < kRows ? n_out - t.row0 : kRows);
   t.n_toks = static_cast<int>(nt - t.tok0 < kToks ? nt - t.tok0 : kToks);
@@ -58,9 +59,11 @@ __device__ __forceinline__ Tile cta_tile(const uint8_t* w, int64_t n_out, int64_
   return t;
 }
 
-__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(ok ? 8 : 0) : "memory");
+// 8 bytes into shared memory, the first n (0..8) of them from src (8-byte aligned), zeros after.
+__device__ __forceinline__ void cp_async8_part(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
 }
+__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool ok) { cp_async8_part(dst, src, ok ? 8 : 0); }
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool ok) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }

@@ -299,7 +299,10 @@ TEST(CudaBackend, DefaultPrefillPathIsMatmulDequantWhereItTakesEveryWeight) {
   };
   for (const Want& c : {Want{"qwen2.5-0.5b", "q4_0", GenWeights::Q4_0, f16_if_sm90},
                         Want{"qwen2.5-0.5b", "q8_0", GenWeights::Q8_0, f16_if_sm90},
+                        // Its 896-wide rows are Q5_0 (K-quants need rows of 256), which only MMQ takes.
                         Want{"qwen2.5-0.5b", "q4_k_m", GenWeights::Q4_K_M, MatmulPath::MMQ},
+                        // Q4_K and Q6_K throughout (rows of 1024 and 3072).
+                        Want{"qwen3-0.6b", "q4_k_m", GenWeights::Q4_K_M, f16_if_sm90},
                         Want{"tiny", "q4_0", GenWeights::Q4_0, MatmulPath::MMQ}}) {
     SCOPED_TRACE(std::string(c.preset) + " " + c.weights);
     auto path = minfer::testing::generated_model(model_tag(c.preset, c.weights), c.preset, c.gen);

@@ -1,4 +1,4 @@
-// matmul_dequant (engine/cuda/matmul_dequant_sm90a.cu: Q4_0 / Q8_0 weights dequantized to f16
+// matmul_dequant (engine/cuda/matmul_dequant_sm90a.cu: Q4_0 / Q8_0 / Q4_K / Q6_K weights dequantized to f16
 // inside an f16 wgmma GEMM) against
 //   * a float64 reference on the same rounded operands: W = f16(dequantize_row(w)), X = f16(x);
 //   * its CPU twin, matmul_float with those F16 weights on X (cpu/matmul.h);
@@ -131,10 +131,20 @@ std::vector<Case> cases() {
     c.push_back({t, 96, 4864, 17, false, WeightSource::Quantized});    // 38 K steps
     c.push_back({t, 384, 512, 300, true, WeightSource::Quantized});    // 3 x 3 CTAs
   }
+  // K-quants: two K steps per super-block. Q6_K's 630-byte rows of 768 put its 210-byte blocks
+  // at every address mod 8 (0, 2, 4, 6); the last block ends the allocation, so a copy past it
+  // is a memcheck finding.
+  for (WeightType t : {WeightType::Q4_K, WeightType::Q6_K}) {
+    c.push_back({t, 128, 256, 128, false, WeightSource::Quantized});   // one CTA, one super-block
+    c.push_back({t, 3, 256, 5, true, WeightSource::RandomBytes});      // mostly empty tile
+    c.push_back({t, 200, 768, 130, true, WeightSource::RandomBytes});  // ragged rows and tokens
+    c.push_back({t, 96, 4864, 17, false, WeightSource::Quantized});    // 19 super-blocks
+    c.push_back({t, 384, 512, 300, true, WeightSource::Quantized});    // 3 x 3 CTAs
+  }
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Q4_0AndQ8_0, CudaMatmulDequant, ::testing::ValuesIn(cases()), [](const auto& i) {
+INSTANTIATE_TEST_SUITE_P(QuantTypes, CudaMatmulDequant, ::testing::ValuesIn(cases()), [](const auto& i) {
   const Case& c = i.param;
   return std::string(name(c.type)) + "_" + std::to_string(c.n_out) + "x" + std::to_string(c.n_in) + "_t" +
          std::to_string(c.nt) + (c.bias ? "_bias" : "") + "_" + source_name(c.src);
@@ -145,8 +155,12 @@ TEST(CudaMatmulDequantArgs, WhatDoesNotApplyIsAnError) {
   auto w = cuda::DeviceBuffer(1 << 16, "weights");
   auto x = cuda::DeviceBuffer(1 << 16, "x");
   auto y = cuda::DeviceBuffer(1 << 16, "y");
-  EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q4_K, 256, w.get()));
+  EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q5_K, 256, w.get()));
+  EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q4_1, 128, w.get()));
   EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q4_0, 96, w.get()));
+  EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q6_K, 128, w.get()));  // half a super-block
+  EXPECT_TRUE(cuda::matmul_dequant_applies(WeightType::Q4_K, 256, w.get()));
+  EXPECT_TRUE(cuda::matmul_dequant_applies(WeightType::Q6_K, 512, w.get()));
   EXPECT_FALSE(cuda::matmul_dequant_applies(WeightType::Q8_0, 128, w.as<uint8_t>() + 4));
   EXPECT_TRUE(cuda::matmul_dequant_applies(WeightType::Q8_0, 128, w.get()));
   const auto error_of = [&](int64_t n_in, const void* xp) {
