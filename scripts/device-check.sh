@@ -92,7 +92,7 @@ if has generate || has diff || has bench || has trace || has prefill || has fami
   has prefill && need+=("$PRESET q4_0")
   has live && need+=("$PRESET ${MINFER_DEVICE_LIVE_WEIGHTS:-q4_0}")
   has diff && for p in tiny qwen2.5-0.5b; do for w in f32 q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
-  has families && for p in $FAMILY_PRESETS; do for w in q8_0 q4_0; do need+=("$p $w"); done; done
+  has families && for p in $FAMILY_PRESETS; do for w in q8_0 q4_0 q4_k_m; do need+=("$p $w"); done; done
   has paired && for p in $PAIRED_PRESETS qwen2.5-0.5b; do need+=("$p q4_0"); done
   while read -r p w; do gen_one "$p" "$w"; done < <(printf '%s\n' "${need[@]}" | sort -u)
   say "models generated ($(( $(date +%s) - t0 )) s)"
@@ -209,7 +209,7 @@ fi
 if has families; then
   # Issue 27 on CUDA: qwen3-0.6b (QK-norm, attention width 2048 against n_embd 1024, tied
   # embeddings) and llama-3.2-1b (normal-layout RoPE with rope_freqs, Llama 3's vocabulary), in
-  # Q8_0 and Q4_0: CUDA-vs-CPU trace diffs on both prefill paths, minfer-bench (JSON lines to
+  # Q8_0, Q4_0 and Q4_K_M: CUDA-vs-CPU trace diffs on both prefill paths, minfer-bench (JSON lines to
   # $OUT/families-bench.jsonl), and the HF transformers parity of the tiny presets on CUDA.
   # The CLI end to end on the GPU (run + trace + validate per family, auto picks cuda).
   (cd "$B" && ctest -R test_model_families --output-on-failure > "$LOGS/ctest-families.log" 2>&1)
@@ -217,7 +217,7 @@ if has families; then
   BENCH=$OUT/families-bench.jsonl
   : > "$BENCH"
   for p in $FAMILY_PRESETS; do
-    for w in q8_0 q4_0; do
+    for w in q8_0 q4_0 q4_k_m; do  # q4_k_m: Q4_K / Q6_K throughout (rows of whole 256-blocks)
       gen_one "$p" "$w"
       diff_pair "$p" "$w" "$LOGS/families-diff"
       BENCH_PRESET=$p bench "$p-$w" "$w" -- -p 512 -n 128 -r 5
@@ -230,6 +230,10 @@ if has families; then
     PARITY_PRESETS="qwen3-tiny llama-tiny" MINFER_PARITY_BACKEND=cuda MINFER_PARITY_BUILD=$B \
       "$ROOT/scripts/parity/run_on_device.sh" "$LOGS/parity-families" > "$LOGS/parity-families.log" 2>&1
     say "hf parity (cuda) qwen3-tiny llama-tiny: rc=$?"
+    # The K-quant kernels need rows of 256: qwen3-0.6b in Q4_K_M (both prefill paths).
+    PARITY_PRESETS="qwen3-0.6b" PARITY_WEIGHTS=q4_k_m MINFER_PARITY_BACKEND=cuda MINFER_PARITY_BUILD=$B \
+      "$ROOT/scripts/parity/run_on_device.sh" "$LOGS/parity-families" >> "$LOGS/parity-families.log" 2>&1
+    say "hf parity (cuda) qwen3-0.6b q4_k_m: rc=$?"
     python3 - "$LOGS"/parity-families/*.json >> "$SUMMARY" <<'PY'
 import json, sys
 for p in sys.argv[1:]:

@@ -4,6 +4,7 @@
 # Qwen3ForCausalLM and LlamaForCausalLM (PARITY_PRESETS picks the presets).
 # Usage: scripts/parity/run_on_device.sh OUT_DIR
 # MINFER_PARITY_BACKEND=cuda checks the CUDA backend (default cpu); reports are named by backend.
+# PARITY_WEIGHTS picks the weight types (default f32 q8_0 q4_0).
 # (Not yet run for qwen3/llama: written for issue 27 without a GPU machine; device-check.sh's
 # families stage runs qwen3-tiny and llama-tiny on the CUDA backend.)
 set -euo pipefail
@@ -23,10 +24,11 @@ QWEN_IDS=${PARITY_IDS:-9707,11,847,829,374,1308,802,13,220,151644,872,198,3838,3
 # "Hello, my name is minfer. What is 2+2?" as Llama 3 ids, <|begin_of_text|> first (minfer tokenize).
 LLAMA_IDS=${PARITY_LLAMA_IDS:-128000,9906,11,856,836,374,1332,809,13,3639,374,220,17,10,17,30}
 PRESETS=${PARITY_PRESETS:-tiny qwen2.5-0.5b qwen3-tiny qwen3-0.6b llama-tiny llama-3.2-1b}
+WEIGHTS=${PARITY_WEIGHTS:-f32 q8_0 q4_0}  # q4_k_m: K-quants only where rows are whole 256-blocks (not the tiny presets)
 for preset in $PRESETS; do
   TOK=$QWEN_TOK IDS=$QWEN_IDS
   case $preset in llama*) TOK=$LLAMA_TOK IDS=$LLAMA_IDS ;; esac
-  for w in f32 q8_0 q4_0; do
+  for w in $WEIGHTS; do
     M=/tmp/parity/$preset-$w.gguf
     "$B/bin/minfer-gen" --preset $preset --weights $w --seed 1 --tokenizer "$TOK" -o "$M"
     D=/tmp/parity/dump-$preset-$w
