@@ -5,7 +5,8 @@
 //     that stage (two boxes of 128 tokens x 64, 128-byte swizzle), completing the stage's "full"
 //     mbarrier; a stage is reused once every warp has arrived on its "empty" mbarrier;
 //   * each thread dequantizes its two rows' blocks from the raw copy straight into wgmma's A
-//     fragment registers -- round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, as dequant.cu --
+//     fragment registers -- round(d * (q - 8)) for Q4_0, round(d * q) for Q8_0, the f32 value
+//     dequant.cu forms rounded to f16 for Q4_K and Q6_K (a step is half a super-block there) --
 //     one step ahead, while the current step's MMAs run: the weights never pass through a shared
 //     f16 tile, and a warp's dequantization waits only for its own copies;
 //   * each warpgroup issues 8 wgmma m64n128k16 with A from registers and B from the stage (f32

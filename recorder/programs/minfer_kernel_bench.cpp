@@ -6,7 +6,7 @@
 //     launch moves (weights + activations + outputs) and its fraction of the device's measured
 //     streaming read (the backend's own probe, cuda::measure_read_bandwidth_gbs);
 //   prefill (nt = 512, 128): mmq in Q4_0, Q8_0, Q4_K and Q6_K (and the wgmma tile, mmq_wgmma, and
-//     the f16 GEMM dequantizing in the kernel, matmul_dequant, in Q4_0 and Q8_0 on an sm_90
+//     the f16 GEMM dequantizing in the kernel, matmul_dequant, in all four on an sm_90
 //     device: x converted to f16 in each launch, as the engine does), and the f16 path as the reference
 //     point (f16 weights, what the W16 cache holds, through matmul_float_weights: x rounded to f16,
 //     then cuBLAS): µs, TOPS = 2 * n_out * n_in * nt / t.
